@@ -1,0 +1,348 @@
+/*
+ * libsparsejit — a JIT runtime for sparse tensor algebra on x86-64, with a plain C API.
+ *
+ * Conventions that hold for every function below:
+ *  - Every function returns an sj_status (a few pure queries return a value instead, and say so).
+ *    SJ_OK is 0. On failure, sj_last_error_message() returns a message for the calling thread
+ *    that says what was wrong and where (e.g. "row 17: column 5 follows 9 (coordinates must be
+ *    sorted)").
+ *  - No function throws, aborts or reads out of bounds on bad input: null pointers, mismatched
+ *    shapes, invalid tensors and corrupt files are errors, not crashes.
+ *  - Out-parameters (sj_tensor **out and the like) are written only on success. A failed call
+ *    leaves the caller's outputs untouched and allocates nothing that outlives the call.
+ *  - Handles returned through out-parameters are owned by the caller and released with the
+ *    matching *_destroy function. Destroying NULL is allowed and does nothing.
+ *  - Thread safety: a context may be used from many threads at once. A tensor handle may be read
+ *    (used as an operand) from many threads at once; destroying it while another thread uses it
+ *    is the caller's error. A plan may be executed from many threads at once.
+ *  - A tensor created over caller arrays without SJ_TENSOR_COPY borrows them (zero-copy): the
+ *    arrays must stay valid and unchanged until the tensor and everything derived from it that
+ *    still refers to them (plans) are destroyed.
+ */
+#ifndef SPARSEJIT_SPARSEJIT_H
+#define SPARSEJIT_SPARSEJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(SPARSEJIT_BUILDING)
+#define SJ_API __attribute__((visibility("default")))
+#else
+#define SJ_API
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* Status codes                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum sj_status {
+  SJ_OK = 0,
+  SJ_ERR_NULL_POINTER = 1,     /* a required pointer argument or handle was NULL */
+  SJ_ERR_INVALID_ARGUMENT = 2, /* an argument is out of its range or an unknown name */
+  SJ_ERR_INVALID_TENSOR = 3,   /* tensor arrays fail validation (unsorted, out of range, ...) */
+  SJ_ERR_SHAPE_MISMATCH = 4,   /* operand shapes do not fit the operation */
+  SJ_ERR_TYPE_MISMATCH = 5,    /* operand value types differ, or do not fit the semiring */
+  SJ_ERR_FORMAT = 6,           /* the tensor's format does not fit (e.g. a 3-D tensor to SpGEMM) */
+  SJ_ERR_OVERFLOW = 7,         /* a size or count does not fit the index or size type */
+  SJ_ERR_OUT_OF_MEMORY = 8,    /* an allocation failed or would exceed the memory cap */
+  SJ_ERR_IO = 9,               /* a file could not be opened, read or written */
+  SJ_ERR_PARSE = 10,           /* a file or expression is malformed (message has the line) */
+  SJ_ERR_UNSUPPORTED = 11,     /* a valid request this build cannot serve (e.g. complex) */
+  SJ_ERR_JIT = 12,             /* code generation failed where no fallback was allowed */
+  SJ_ERR_CACHE = 13,           /* the cache folder is unsafe or unusable */
+  SJ_ERR_INTERNAL = 14         /* a bug: please report with the message */
+} sj_status;
+
+/* A static English name for a status ("SJ_ERR_PARSE: malformed input"); never NULL. */
+SJ_API const char *sj_status_string(sj_status status);
+
+/* The message of the last failed call on this thread; "" if none. The pointer stays valid
+ * until the next sj_* call on this thread. */
+SJ_API const char *sj_last_error_message(void);
+
+/* Library version as "MAJOR.MINOR.PATCH+BUILDID"; never NULL. Any out pointer may be NULL. */
+SJ_API const char *sj_version(int *major, int *minor, int *patch);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Vocabulary                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum sj_level_kind {
+  SJ_LEVEL_DENSE = 0,      /* every coordinate 0..dim-1 is present */
+  SJ_LEVEL_COMPRESSED = 1, /* pos[p]..pos[p+1] index a segment of sorted coordinates crd[] */
+  SJ_LEVEL_SINGLETON = 2,  /* exactly one coordinate per parent entry (COO's second level) */
+  SJ_LEVEL_COMPRESSED_NONUNIQUE = 3 /* compressed, coordinates sorted but may repeat (COO) */
+} sj_level_kind;
+
+typedef enum sj_index_type { SJ_INDEX_INT32 = 0, SJ_INDEX_INT64 = 1 } sj_index_type;
+typedef enum sj_value_type { SJ_VALUE_F32 = 0, SJ_VALUE_F64 = 1, SJ_VALUE_BOOL = 2 } sj_value_type;
+
+/* Named formats: shorthand for common level lists. */
+typedef enum sj_format {
+  SJ_FORMAT_CSR = 0,           /* dense(i), compressed(j) */
+  SJ_FORMAT_CSC = 1,           /* dense(j), compressed(i) */
+  SJ_FORMAT_DCSR = 2,          /* compressed(i), compressed(j) */
+  SJ_FORMAT_COO = 3,           /* compressed-nonunique(i), singleton(j); sorted by (i, j) */
+  SJ_FORMAT_SPARSE_VECTOR = 4, /* compressed(i) */
+  SJ_FORMAT_DENSE = 5,         /* dense in every level, row-major (vectors and matrices) */
+  SJ_FORMAT_CSF = 6,           /* 3-D: dense(i), compressed(j), compressed(k) (mode order may vary) */
+  SJ_FORMAT_DENSE_COL_MAJOR = 7 /* dense matrix, column-major: dense(j), dense(i) */
+} sj_format;
+
+/* Semirings: (add, multiply). Sparse outputs are structural: an entry exists where at least one
+ * product was formed, even if its value equals the additive identity. */
+typedef enum sj_semiring {
+  SJ_SEMIRING_PLUS_TIMES = 0, /* (+, *), identity 0 */
+  SJ_SEMIRING_MIN_PLUS = 1,   /* (min, +), identity +inf */
+  SJ_SEMIRING_MAX_TIMES = 2,  /* (max, *), identity -inf */
+  SJ_SEMIRING_OR_AND = 3,     /* (or, and) on truth values (nonzero = true); results are 0/1 */
+  SJ_SEMIRING_PLUS_PAIR = 4   /* (+, 1): counts matched pairs */
+} sj_semiring;
+
+/* Schedules (DESIGN.md "Schedule names"). SJ_SCHEDULE_AUTO lets the runtime choose. Forcing a
+ * schedule that cannot serve the call is SJ_ERR_INVALID_ARGUMENT, never a silent fallback. */
+typedef enum sj_schedule {
+  SJ_SCHEDULE_AUTO = 0,
+  SJ_SCHEDULE_REFERENCE = 1,
+  SJ_SCHEDULE_GUSTAVSON_DENSE = 2,
+  SJ_SCHEDULE_GUSTAVSON_HASH = 3,
+  SJ_SCHEDULE_INNER = 4,
+  SJ_SCHEDULE_TRANSPOSE = 5,
+  SJ_SCHEDULE_SEARCH = 6,
+  SJ_SCHEDULE_DENSIFY = 7,
+  SJ_SCHEDULE_PUSH = 8,
+  SJ_SCHEDULE_FUSED = 9
+} sj_schedule;
+
+typedef enum sj_isa { SJ_ISA_AUTO = 0, SJ_ISA_AVX512 = 1, SJ_ISA_AVX2 = 2, SJ_ISA_SCALAR = 3 } sj_isa;
+
+typedef enum sj_op {
+  SJ_OP_SPGEMM = 0,        /* C = A*B */
+  SJ_OP_SPGEMM_MASKED = 1, /* C<M> = A*B (operands M, A, B) */
+  SJ_OP_SPMSPV = 2,        /* y = A*x, x a sparse vector */
+  SJ_OP_SPMV = 3,          /* y = A*x, x a dense vector */
+  SJ_OP_EWISE_MULT = 4,    /* C = A .* B (B optionally transposed) */
+  SJ_OP_EWISE_ADD = 5,     /* C = A .+ B (B optionally transposed) */
+  SJ_OP_TRANSPOSE = 6      /* C = A^T */
+} sj_op;
+
+typedef enum sj_log_level {
+  SJ_LOG_TRACE = 0, SJ_LOG_DEBUG = 1, SJ_LOG_INFO = 2, SJ_LOG_WARN = 3, SJ_LOG_ERROR = 4, SJ_LOG_OFF = 5
+} sj_log_level;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Context                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Allocator hooks for every buffer the library allocates for a caller-visible result.
+ * alloc returns memory aligned to at least `align` bytes or NULL on failure (reported as
+ * SJ_ERR_OUT_OF_MEMORY); free receives the size that was asked for. Both must be thread-safe. */
+typedef struct sj_allocator {
+  void *(*alloc)(size_t size, size_t align, void *user);
+  void (*free)(void *ptr, size_t size, void *user);
+  void *user;
+} sj_allocator;
+
+/* Receives every log message at or above the configured level. Called from any thread; the
+ * message is valid only during the call. */
+typedef void (*sj_log_callback)(sj_log_level level, const char *message, void *user);
+
+typedef struct sj_config {
+  uint32_t struct_size;      /* set by sj_config_init; lets the struct grow compatibly */
+  int threads;               /* worker threads; 0 = the number of online CPUs */
+  const char *cache_dir;     /* persistent cache folder; NULL = SPARSEJIT_CACHE_DIR or default */
+  int disable_disk_cache;    /* nonzero: keep kernels in memory only */
+  sj_log_level log_level;    /* default SJ_LOG_ERROR (SPARSEJIT_LOG overrides when set) */
+  sj_allocator allocator;    /* alloc == NULL: the C library's aligned allocation */
+  sj_log_callback log_callback; /* NULL: messages go to stderr */
+  void *log_user;
+  size_t memory_cap_bytes;   /* 0 = no cap; an output estimated larger fails before allocating */
+  size_t kernel_cache_capacity; /* in-memory kernels kept (LRU); 0 = default (1024) */
+} sj_config;
+
+/* Fills *config with the defaults. config must not be NULL. */
+SJ_API sj_status sj_config_init(sj_config *config);
+
+typedef struct sj_context sj_context;
+
+/* Creates a context. config may be NULL for defaults; *out receives the handle. */
+SJ_API sj_status sj_context_create(const sj_config *config, sj_context **out);
+/* Destroys a context. Every tensor and plan made with it must be destroyed first. */
+SJ_API sj_status sj_context_destroy(sj_context *ctx);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Tensors                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct sj_tensor sj_tensor;
+
+/* Flags for tensor creation. */
+#define SJ_TENSOR_COPY 1u    /* copy the caller's arrays (default: borrow them, zero-copy) */
+#define SJ_TENSOR_TRUSTED 2u /* skip validation: the caller vouches that the arrays are valid */
+
+/* A general tensor description: `order` modes (1..4), per-level storage.
+ * Level l stores mode mode_order[l] (NULL = identity). For each level:
+ *   dense:      nothing stored; its size is dims[mode_order[l]];
+ *   compressed: pos[l] has (parent entries + 1) int64 positions, crd[l] has pos[l][last]
+ *               coordinates of index_type, sorted and unique within each segment;
+ *   singleton:  crd[l] has one coordinate per parent entry; pos[l] is ignored.
+ * values has one entry per stored leaf (value_type; bool is one byte, 0 or 1). */
+typedef struct sj_tensor_desc {
+  int order;
+  const int64_t *dims;           /* logical dimension of each mode */
+  const int *mode_order;         /* level -> mode, or NULL for 0,1,2,... */
+  const sj_level_kind *levels;   /* kind of each level */
+  sj_index_type index_type;
+  sj_value_type value_type;
+  const int64_t *const *pos;     /* per level; entries for non-compressed levels ignored */
+  const void *const *crd;        /* per level; entries for dense levels ignored */
+  const void *values;
+} sj_tensor_desc;
+
+/* Creates a tensor from a description (see flags). Validation (unless SJ_TENSOR_TRUSTED):
+ * monotone positions starting at 0, coordinates in range, sorted and unique within a segment,
+ * sizes that fit, non-NULL arrays wherever a level needs them. */
+SJ_API sj_status sj_tensor_create(sj_context *ctx, const sj_tensor_desc *desc, uint32_t flags,
+                                  sj_tensor **out);
+
+/* CSR (rows × cols): row_ptr has rows+1 entries, col_ind and values have row_ptr[rows]. */
+SJ_API sj_status sj_tensor_create_csr(sj_context *ctx, int64_t rows, int64_t cols,
+                                      sj_index_type index_type, sj_value_type value_type,
+                                      const int64_t *row_ptr, const void *col_ind,
+                                      const void *values, uint32_t flags, sj_tensor **out);
+/* CSC (rows × cols): col_ptr has cols+1 entries, row_ind and values have col_ptr[cols]. */
+SJ_API sj_status sj_tensor_create_csc(sj_context *ctx, int64_t rows, int64_t cols,
+                                      sj_index_type index_type, sj_value_type value_type,
+                                      const int64_t *col_ptr, const void *row_ind,
+                                      const void *values, uint32_t flags, sj_tensor **out);
+/* COO triplets in any order, possibly with duplicates: always copied, sorted by (row, col);
+ * duplicates are summed when sum_duplicates is nonzero, else refused with their position. The
+ * result is CSR. */
+SJ_API sj_status sj_tensor_create_coo(sj_context *ctx, int64_t rows, int64_t cols, int64_t nnz,
+                                      sj_index_type index_type, sj_value_type value_type,
+                                      const void *row_ind, const void *col_ind,
+                                      const void *values, int sum_duplicates, sj_tensor **out);
+/* Sparse vector of length n with nnz sorted unique indices. */
+SJ_API sj_status sj_tensor_create_sparse_vector(sj_context *ctx, int64_t n, int64_t nnz,
+                                                sj_index_type index_type,
+                                                sj_value_type value_type, const void *indices,
+                                                const void *values, uint32_t flags,
+                                                sj_tensor **out);
+/* Dense tensor (order 1 or 2, row-major) over `values`. */
+SJ_API sj_status sj_tensor_create_dense(sj_context *ctx, int order, const int64_t *dims,
+                                        sj_value_type value_type, const void *values,
+                                        uint32_t flags, sj_tensor **out);
+
+/* Reads a Matrix Market (.mtx) or FROSTT (.tns) file; the extension decides (".mtx" or
+ * ".tns", case-insensitive, optionally followed by nothing else). Matrices become CSR with
+ * int32 coordinates when they fit, 3-D tensors CSF. Values are f64 (pattern files: 1.0).
+ * A malformed file gives SJ_ERR_PARSE with the line number. */
+SJ_API sj_status sj_tensor_read_file(sj_context *ctx, const char *path, sj_tensor **out);
+/* Writes a matrix or vector (as n×1) as Matrix Market coordinate real general, or a tensor of
+ * order 3+ as .tns. The file is written to a temporary name and renamed. */
+SJ_API sj_status sj_tensor_write_file(sj_context *ctx, const sj_tensor *t, const char *path);
+
+typedef struct sj_tensor_info {
+  int order;
+  int64_t dims[4];
+  int mode_order[4];
+  sj_level_kind levels[4];
+  sj_index_type index_type;
+  sj_value_type value_type;
+  int64_t nnz;        /* stored values */
+  sj_format format;   /* the named format it matches, or -1 (as int) when none does */
+  int owns_arrays;    /* 1 when the library owns the arrays, 0 when it borrows the caller's */
+} sj_tensor_info;
+
+/* Describes a tensor. */
+SJ_API sj_status sj_tensor_get_info(const sj_tensor *t, sj_tensor_info *info);
+/* The arrays of one level: pos (int64, may be NULL for dense/singleton) and crd (index_type,
+ * NULL for dense). Pointers stay valid until the tensor is destroyed. Lengths may be NULL. */
+SJ_API sj_status sj_tensor_get_level(const sj_tensor *t, int level, const int64_t **pos,
+                                     int64_t *pos_len, const void **crd, int64_t *crd_len);
+/* The values array (value_type) and its length. */
+SJ_API sj_status sj_tensor_get_values(const sj_tensor *t, const void **values, int64_t *len);
+
+/* Converts to a named format (for 3-D CSF, mode_order may pick the level order; NULL keeps
+ * identity) and index type. The result owns its arrays. */
+SJ_API sj_status sj_tensor_convert(sj_context *ctx, const sj_tensor *t, sj_format format,
+                                   const int *mode_order, sj_index_type index_type,
+                                   sj_tensor **out);
+/* Destroys a tensor (NULL is allowed). */
+SJ_API sj_status sj_tensor_destroy(sj_tensor *t);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Operations                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Options of every operation; sj_op_options_init fills the defaults (all "auto"). */
+typedef struct sj_op_options {
+  uint32_t struct_size;
+  sj_semiring semiring;   /* default plus-times */
+  sj_schedule schedule;   /* default auto */
+  sj_isa isa;             /* default auto (SPARSEJIT_ISA overrides auto) */
+  int vector_width;       /* coiteration SIMD width; 0 = auto */
+  char phases[4];         /* phase mask "001" etc. ("" = auto); phases 3,2,1, '1' = SIMD */
+  int threads;            /* 0 = the context's */
+  int dense_output;       /* nonzero: the result is a dense tensor */
+  int transpose_a;        /* use A^T */
+  int transpose_b;        /* use B^T (SpGEMM, element-wise) */
+  int output_index_type;  /* -1 = like the inputs; else an sj_index_type */
+} sj_op_options;
+
+SJ_API sj_status sj_op_options_init(sj_op_options *options);
+
+/* C = A*B over the semiring. A and B: matrices in any format (CSR, CSC, DCSR, COO, dense);
+ * value types must match. The result is CSR with sorted columns, or dense row-major with
+ * options->dense_output. options may be NULL. */
+SJ_API sj_status sj_spgemm(sj_context *ctx, const sj_tensor *A, const sj_tensor *B,
+                           const sj_op_options *options, sj_tensor **C);
+/* C<M> = A*B: only positions stored in M (structure only; its values are ignored). */
+SJ_API sj_status sj_spgemm_masked(sj_context *ctx, const sj_tensor *M, const sj_tensor *A,
+                                  const sj_tensor *B, const sj_op_options *options,
+                                  sj_tensor **C);
+/* y = A*x with x a sparse vector; y sparse (default) or dense (options->dense_output). */
+SJ_API sj_status sj_spmspv(sj_context *ctx, const sj_tensor *A, const sj_tensor *x,
+                           const sj_op_options *options, sj_tensor **y);
+/* y = A*x with x a dense vector; y dense. */
+SJ_API sj_status sj_spmv(sj_context *ctx, const sj_tensor *A, const sj_tensor *x,
+                         const sj_op_options *options, sj_tensor **y);
+/* C = A .* B (intersection; B^T with options->transpose_b). Sparse CSR result. */
+SJ_API sj_status sj_ewise_mult(sj_context *ctx, const sj_tensor *A, const sj_tensor *B,
+                               const sj_op_options *options, sj_tensor **C);
+/* C = A .+ B (union: where both are stored the semiring's add, else the one stored value). */
+SJ_API sj_status sj_ewise_add(sj_context *ctx, const sj_tensor *A, const sj_tensor *B,
+                              const sj_op_options *options, sj_tensor **C);
+/* C = A^T, in the same named format as A (a CSR A gives a CSR C of the transposed matrix). */
+SJ_API sj_status sj_transpose(sj_context *ctx, const sj_tensor *A, sj_tensor **C);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Plans: inspect and choose once, execute many times on operands of the same structure       */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct sj_plan sj_plan;
+
+/* Plans `op` for these operands (order as in the drop-in call: SpGEMM A,B; masked M,A,B;
+ * SpMSpV A,x; SpMV A,x; ewise A,B; transpose A). The plan keeps no reference to the operands'
+ * values; it records their shapes, formats and types, which later executions must match. */
+SJ_API sj_status sj_plan_create(sj_context *ctx, sj_op op, const sj_tensor *const *operands,
+                                int n_operands, const sj_op_options *options, sj_plan **out);
+/* Executes a plan on operands that match the planned ones (same shapes, formats and types;
+ * values and, for sparse operands, coordinates may change). */
+SJ_API sj_status sj_plan_execute(sj_plan *plan, const sj_tensor *const *operands,
+                                 int n_operands, sj_tensor **result);
+/* A JSON text that explains the plan: operand statistics, candidate schedules with their
+ * estimated costs, the choice, kernel source (memory, disk, compiled) and timings. The text is
+ * owned by the plan and valid until the next sj_plan_explain or sj_plan_destroy on it. */
+SJ_API sj_status sj_plan_explain(sj_plan *plan, const char **json);
+/* Destroys a plan (NULL is allowed). */
+SJ_API sj_status sj_plan_destroy(sj_plan *plan);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPARSEJIT_SPARSEJIT_H */

@@ -1,0 +1,51 @@
+// A typed-erased array that either owns its memory (allocated through an Allocator) or
+// borrows a caller's array (zero-copy). Copies share ownership; nothing is deep-copied.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "src/allocator.hpp"
+
+namespace sj {
+
+class Buffer {
+ public:
+  Buffer() = default;
+
+  static Buffer borrow(const void* data, size_t bytes) {
+    Buffer b;
+    b.data_ = const_cast<void*>(data);
+    b.bytes_ = bytes;
+    return b;
+  }
+  static Buffer allocate(const Allocator& alloc, size_t bytes) {
+    Buffer b;
+    b.owner_ = alloc.allocate(bytes);
+    b.data_ = b.owner_.get();
+    b.bytes_ = bytes;
+    return b;
+  }
+  // An owned copy of `bytes` from `src`.
+  static Buffer copy_of(const Allocator& alloc, const void* src, size_t bytes) {
+    Buffer b = allocate(alloc, bytes);
+    if (bytes) std::memcpy(b.data_, src, bytes);
+    return b;
+  }
+
+  bool owned() const { return owner_ != nullptr; }
+  bool empty() const { return data_ == nullptr; }
+  size_t bytes() const { return bytes_; }
+  const void* data() const { return data_; }
+  void* mutable_data() { return data_; }
+  template <class T> const T* as() const { return static_cast<const T*>(data_); }
+  template <class T> T* as_mut() { return static_cast<T*>(data_); }
+
+ private:
+  std::shared_ptr<void> owner_;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+}  // namespace sj

@@ -1,0 +1,57 @@
+// Semirings as small structs of static functions, so kernels are templates over them and
+// the compiler inlines add/mul. Values of type bool are stored as uint8_t (0 or 1).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "sparsejit/sparsejit.h"
+#include "src/error.hpp"
+
+namespace sj {
+
+template <class V> struct PlusTimes {
+  static constexpr sj_semiring id = SJ_SEMIRING_PLUS_TIMES;
+  static V zero() { return V(0); }
+  static V add(V a, V b) { return a + b; }
+  static V mul(V a, V b) { return a * b; }
+};
+template <class V> struct MinPlus {
+  static constexpr sj_semiring id = SJ_SEMIRING_MIN_PLUS;
+  static V zero() { return std::numeric_limits<V>::infinity(); }
+  static V add(V a, V b) { return std::min(a, b); }
+  static V mul(V a, V b) { return a + b; }
+};
+template <class V> struct MaxTimes {
+  static constexpr sj_semiring id = SJ_SEMIRING_MAX_TIMES;
+  static V zero() { return -std::numeric_limits<V>::infinity(); }
+  static V add(V a, V b) { return std::max(a, b); }
+  static V mul(V a, V b) { return a * b; }
+};
+template <class V> struct OrAnd {
+  static constexpr sj_semiring id = SJ_SEMIRING_OR_AND;
+  static V zero() { return V(0); }
+  static V add(V a, V b) { return V((a != V(0)) || (b != V(0))); }
+  static V mul(V a, V b) { return V((a != V(0)) && (b != V(0))); }
+};
+template <class V> struct PlusPair {
+  static constexpr sj_semiring id = SJ_SEMIRING_PLUS_PAIR;
+  static V zero() { return V(0); }
+  static V add(V a, V b) { return a + b; }
+  static V mul(V, V) { return V(1); }
+};
+
+// Calls f(SemiringType{}) for the runtime semiring; value type V is fixed by the caller.
+// Bool (uint8_t) values serve only or-and; the ops layer refuses other pairings first.
+template <class V, class F> decltype(auto) with_semiring(sj_semiring s, F&& f) {
+  switch (s) {
+    case SJ_SEMIRING_PLUS_TIMES: return f(PlusTimes<V>{});
+    case SJ_SEMIRING_MIN_PLUS: return f(MinPlus<V>{});
+    case SJ_SEMIRING_MAX_TIMES: return f(MaxTimes<V>{});
+    case SJ_SEMIRING_OR_AND: return f(OrAnd<V>{});
+    case SJ_SEMIRING_PLUS_PAIR: return f(PlusPair<V>{});
+  }
+  fail(SJ_ERR_INVALID_ARGUMENT, "unknown semiring ", static_cast<int>(s));
+}
+
+}  // namespace sj
