@@ -1,0 +1,49 @@
+// Helpers shared by the test suites: where the real data lives, seeded random inputs.
+#pragma once
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sj::test {
+
+// ../shared/data beside the checkout, or $SPARSEJIT_DATA_DIR; nullopt when absent.
+inline std::optional<std::filesystem::path> shared_data_dir() {
+  if (const char* env = std::getenv("SPARSEJIT_DATA_DIR")) {
+    if (std::filesystem::is_directory(env)) return std::filesystem::path(env);
+  }
+  std::filesystem::path p = std::filesystem::path(SPARSEJIT_SOURCE_DIR) / ".." / "shared" / "data";
+  if (std::filesystem::is_directory(p / "matrices")) return p;
+  return std::nullopt;
+}
+
+// Every .mtx under shared/data/matrices, sorted by name; empty when the folder is absent.
+inline std::vector<std::filesystem::path> shared_matrices() {
+  std::vector<std::filesystem::path> out;
+  if (auto d = shared_data_dir()) {
+    for (auto& e : std::filesystem::directory_iterator(*d / "matrices"))
+      if (e.path().extension() == ".mtx") out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+inline std::vector<std::filesystem::path> shared_tensors() {
+  std::vector<std::filesystem::path> out;
+  if (auto d = shared_data_dir()) {
+    if (std::filesystem::is_directory(*d / "tensors"))
+      for (auto& e : std::filesystem::directory_iterator(*d / "tensors"))
+        if (e.path().extension() == ".tns") out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Files shipped in the repository (data/).
+inline std::filesystem::path repo_data(const std::string& name) {
+  return std::filesystem::path(SPARSEJIT_SOURCE_DIR) / "data" / name;
+}
+
+}  // namespace sj::test
