@@ -43,7 +43,7 @@ CooTensor parse_frostt(std::string_view text, std::string_view name) {
       t.values.reserve(estimate);
     } else if (n != t.order + 1) {
       error(SJ_ERR_PARSE, "expected ", t.order + 1, " fields like line ", first_entry_line,
-            ", found ", n > kMaxOrder + 1 ? "more than " : "", std::min(n, kMaxOrder + 1));
+            ", found ", n > kMaxOrder + 2 ? "more than " : "", std::min(n, kMaxOrder + 2));
     }
     for (int m = 0; m < t.order; ++m) {
       int64_t c = 0;

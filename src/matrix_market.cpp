@@ -125,10 +125,6 @@ int split_tokens(std::string_view line, std::string_view* out, int max) {
   return count;
 }
 
-bool is_blank(std::string_view line) {
-  return std::all_of(line.begin(), line.end(), is_space);
-}
-
 NumStatus parse_int64(std::string_view token, int64_t* out) {
   const char* b = token.data();
   const char* e = b + token.size();
@@ -149,7 +145,7 @@ namespace {
 // from_chars reports as out of range, to get strtod's +-inf / 0 answer.
 double strtod_c_locale(const char* s) {
   static locale_t c_locale = ::newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(0));
-  return ::strtod_l(s, nullptr, c_locale);
+  return c_locale ? ::strtod_l(s, nullptr, c_locale) : std::strtod(s, nullptr);
 }
 
 }  // namespace

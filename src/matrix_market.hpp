@@ -13,7 +13,8 @@
 //  - numbers: optional leading '+', Fortran exponents (".39E+01", "1.5D+03"); "inf" and
 //    "nan" are accepted so that every finite or infinite double the writer emits reads back
 //    (NaN payloads are not kept). Magnitudes beyond double range become +-inf or 0, as with
-//    strtod. Integer-field values must be integers.
+//    strtod. Integer-field values must be integers (kept as double: exact up to 2^53).
+//    Tokens longer than 400 characters are not numbers.
 //  - comment lines ('%') and blank lines may appear anywhere after the banner; CRLF is fine.
 //  - every malformed input throws sj::Error "<name>:<line>: <what>"; header numbers never
 //    drive an allocation larger than the text itself could fill.
@@ -67,9 +68,6 @@ struct LineCursor {
 // Fills out[0..] with up to `max` whitespace-separated tokens (space, tab, \r, \v, \f) and
 // returns how many the line holds, capped at max + 1 (so "more than max" is visible).
 int split_tokens(std::string_view line, std::string_view* out, int max);
-
-// True for a line that holds only whitespace.
-bool is_blank(std::string_view line);
 
 enum class NumStatus { ok, malformed, out_of_range };
 // Decimal integer, optional sign ('+' or '-'), nothing else.

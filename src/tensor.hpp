@@ -3,6 +3,7 @@
 // particular level lists; kernels take light views (CsView) of the matrices they need.
 #pragma once
 #include <array>
+#include <cstring>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -108,12 +109,30 @@ Tensor make_sparse_vector(const Allocator& alloc, int64_t n, int64_t nnz, IndexT
                           ValueType vt);
 Tensor make_dense(const Allocator& alloc, int order, const int64_t* dims, ValueType vt);
 
-// Turns a kernel result into an owned tensor.
+// Turns a kernel result into an owned tensor (CSR when `csr`, else CSC), copying into
+// buffers from the context's allocator.
 template <class I, class V>
-Tensor to_tensor(const Allocator& alloc, bool csr, const CsResult<I, V>& r, IndexType it,
-                 ValueType vt);
+Tensor to_tensor(const Allocator& alloc, bool csr, const CsResult<I, V>& r, ValueType vt) {
+  const int64_t nnz = static_cast<int64_t>(r.crd.size());
+  Tensor t = make_compressed_matrix(alloc, csr, csr ? r.outer : r.inner, csr ? r.inner : r.outer,
+                                    nnz, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
+  std::memcpy(t.levels[1].pos.mutable_data(), r.pos.data(), sizeof(int64_t) * (r.outer + 1));
+  if (nnz) {
+    std::memcpy(t.levels[1].crd.mutable_data(), r.crd.data(), sizeof(I) * nnz);
+    std::memcpy(t.values.mutable_data(), r.val.data(), sizeof(V) * nnz);
+  }
+  return t;
+}
 template <class I, class V>
-Tensor to_tensor(const Allocator& alloc, const SpVecResult<I, V>& r, IndexType it, ValueType vt);
+Tensor to_tensor(const Allocator& alloc, const SpVecResult<I, V>& r, ValueType vt) {
+  const int64_t nnz = static_cast<int64_t>(r.idx.size());
+  Tensor t = make_sparse_vector(alloc, r.n, nnz, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
+  if (nnz) {
+    std::memcpy(t.levels[0].crd.mutable_data(), r.idx.data(), sizeof(I) * nnz);
+    std::memcpy(t.values.mutable_data(), r.val.data(), sizeof(V) * nnz);
+  }
+  return t;
+}
 
 // Checks every structural invariant and throws sj::Error(SJ_ERR_INVALID_TENSOR, ...) naming
 // the first violation precisely ("row 17: column 5 follows 9 (coordinates must be sorted)").

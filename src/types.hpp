@@ -33,6 +33,7 @@ std::string_view to_string(sj_op op);
 std::optional<sj_semiring> parse_semiring(std::string_view name);
 std::optional<sj_schedule> parse_schedule(std::string_view name);
 std::optional<sj_isa> parse_isa(std::string_view name);
+std::optional<sj_op> parse_op(std::string_view name);
 
 IndexType from_c(sj_index_type t);
 ValueType from_c(sj_value_type t);

@@ -504,6 +504,12 @@ TEST(IO, ReadFileErrors) {
   EXPECT_EQ(g->status, SJ_ERR_IO);
   EXPECT_NE(g->message.find("Is a directory"), std::string::npos) << g->message;
 
+  // A file that is not regular (no size from fstat) is still read to its end.
+  auto d = failure_of([&] { sj::read_matrix_market("/dev/null"); });
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->status, SJ_ERR_PARSE);
+  EXPECT_EQ(d->message, "/dev/null:1: empty file: expected the banner '%%MatrixMarket matrix ...'");
+
   // A read error names the file path, a parse error too.
   write_text(dir.file("bad.mtx"), "%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1\n");
   auto h = failure_of([&] { sj::read_matrix_market(dir.file("bad.mtx")); });
@@ -683,7 +689,8 @@ TEST(IO, FrosttErrors) {
   expect_tns_error("#\n7\n", SJ_ERR_PARSE, 2, "single field");
   expect_tns_error("1 1 1 1\n1 1 1\n", SJ_ERR_PARSE, 2, "expected 4 fields like line 1, found 3");
   expect_tns_error("1 1 1 1\n\n1 1 1 1 1\n", SJ_ERR_PARSE, 3, "expected 4 fields like line 1, found 5");
-  expect_tns_error("1 1 1 1\n1 1 1 1 1 1 1 1\n", SJ_ERR_PARSE, 2, "found more than 5");
+  expect_tns_error("1 1 1 1\n1 1 1 1 1 1\n", SJ_ERR_PARSE, 2, "found 6");
+  expect_tns_error("1 1 1 1\n1 1 1 1 1 1 1 1\n", SJ_ERR_PARSE, 2, "found more than 6");
   expect_tns_error("1 0 1 1\n", SJ_ERR_PARSE, 1, "coordinate 2 '0' out of range");
   expect_tns_error("1 1 -4 1\n", SJ_ERR_PARSE, 1, "coordinate 3 '-4' out of range");
   expect_tns_error("1 1 99999999999999999999 1\n", SJ_ERR_PARSE, 1, "out of range");
@@ -808,7 +815,7 @@ TEST(IO, FuzzRandomMutations) {
   // Bytes that matter to the grammar, plus a few that should never appear.
   const std::string alphabet = std::string("0123456789 \t\n\r%#+-.eEdDx,") + '\0' + "\xff\x80z";
   int parsed = 0;
-  for (uint64_t seed = 0; seed < 3000; ++seed) {
+  for (uint64_t seed = 0; seed < 10000; ++seed) {
     std::mt19937_64 rng(seed);
     std::string text = seeds[seed % seeds.size()];
     int edits = 1 + static_cast<int>(rng() % 4);

@@ -139,8 +139,12 @@ void expect_identical(const CsResult<I, V>& a, const CsResult<I, V>& b) {
   for (size_t p = 0; p < a.val.size(); ++p) ASSERT_EQ(bits(a.val[p]), bits(b.val[p])) << p;
 }
 
+// Values: mostly full-mantissa reals (the sum's order shows in the bits); sometimes small
+// integers with zeros, whose products -0 show whether a sum wrongly starts from zero().
+Values random_values(Rng& rng) { return rng.bernoulli(0.3) ? Values::SmallInt : Values::Real; }
+
 template <class I, class V> CsResult<I, V> random_csr(Rng& rng, int64_t rows, int64_t cols) {
-  return test::random_matrix<I, V>(rng, rows, cols, Values::Real);
+  return test::random_matrix<I, V>(rng, rows, cols, random_values(rng));
 }
 
 // ---- brute force (dense, k in increasing order, first product starts the sum) -----------
@@ -254,7 +258,7 @@ TEST(Reference, SpmspvMatchesBruteForce) {
       Rng rng(4000 + seed);
       const int64_t m = random_dim(rng), n = random_dim(rng);
       auto A = random_csr<I, V>(rng, m, n);
-      auto x = test::random_sparse_vector<I, V>(rng, n, rng.uniform01());
+      auto x = test::random_sparse_vector<I, V>(rng, n, rng.uniform01(), random_values(rng));
       std::vector<V> xd(n, V(0));
       std::vector<uint8_t> xs(n, 0);
       for (size_t p = 0; p < x.idx.size(); ++p) {
@@ -290,7 +294,7 @@ TEST(Reference, SpmvMatchesBruteForce) {
       Rng rng(5000 + seed);
       const int64_t m = random_dim(rng), n = random_dim(rng);
       auto A = random_csr<I, V>(rng, m, n);
-      auto x = test::random_dense_vector<V>(rng, n);
+      auto x = test::random_dense_vector<V>(rng, n, random_values(rng));
       auto want = brute_matvec<S>(test::to_dense(view(A)), x, std::vector<uint8_t>(n, 1));
       std::vector<V> y(m, V(7));
       ref::spmv<S>(view(A), x.data(), y.data());
@@ -476,7 +480,7 @@ TEST(Reference, SpmspvIsSpgemmWithColumn) {
       Rng rng(14000 + seed);
       const int64_t m = random_dim(rng), n = random_dim(rng);
       auto A = random_csr<I, V>(rng, m, n);
-      auto x = test::random_sparse_vector<I, V>(rng, n, rng.uniform01());
+      auto x = test::random_sparse_vector<I, V>(rng, n, rng.uniform01(), random_values(rng));
       CsResult<I, V> X;  // x as an n x 1 CSR matrix
       X.outer = n;
       X.inner = 1;
@@ -508,7 +512,7 @@ TEST(Reference, SpmvIsSpmspvWithFullVector) {
       Rng rng(15000 + seed);
       const int64_t m = random_dim(rng), n = random_dim(rng);
       auto A = random_csr<I, V>(rng, m, n);
-      auto x = test::random_sparse_vector<I, V>(rng, n, 1.0);
+      auto x = test::random_sparse_vector<I, V>(rng, n, 1.0, random_values(rng));
       std::vector<V> y1(m), y2(m);
       ref::spmv<S>(view(A), x.val.data(), y1.data());
       ref::spmspv_dense<S>(view(A), view(x), y2.data());

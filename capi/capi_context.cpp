@@ -1,0 +1,70 @@
+// Context creation and destruction, and option defaults.
+#include <cstring>
+#include "capi/boundary.hpp"
+#include "capi/handles.hpp"
+#include "src/operation.hpp"
+
+namespace sj::capi {
+sj_tensor* new_tensor_handle(sj_context* ctx, Tensor t) {
+  auto* h = new sj_tensor{ctx, std::move(t)};
+  ++ctx->live_tensors;
+  return h;
+}
+}  // namespace sj::capi
+
+using sj::capi::guarded;
+using sj::capi::require;
+
+extern "C" {
+
+SJ_API sj_status sj_config_init(sj_config* config) {
+  return guarded([&] {
+    require(config, "config");
+    *config = sj_config{};
+    config->struct_size = sizeof(sj_config);
+    config->threads = 0;
+    config->log_level = SJ_LOG_ERROR;
+    config->kernel_cache_capacity = 1024;
+  });
+}
+
+SJ_API sj_status sj_context_create(const sj_config* config, sj_context** out) {
+  return guarded([&] {
+    require(out, "out");
+    sj_config c;
+    sj_config_init(&c);
+    if (config) {
+      if (config->struct_size == 0 || config->struct_size > sizeof(sj_config))
+        sj::fail(SJ_ERR_INVALID_ARGUMENT, "config.struct_size is ", config->struct_size,
+                 " (initialise the config with sj_config_init)");
+      std::memcpy(&c, config, config->struct_size);
+    }
+    if (c.threads < 0) sj::fail(SJ_ERR_INVALID_ARGUMENT, "config.threads is negative (", c.threads, ")");
+    if (c.log_level < SJ_LOG_TRACE || c.log_level > SJ_LOG_OFF)
+      sj::fail(SJ_ERR_INVALID_ARGUMENT, "config.log_level ", static_cast<int>(c.log_level), " is unknown");
+    if ((c.allocator.alloc == nullptr) != (c.allocator.free == nullptr))
+      sj::fail(SJ_ERR_INVALID_ARGUMENT, "config.allocator needs both alloc and free, or neither");
+    auto ctx = std::make_unique<sj_context>();
+    ctx->impl = std::make_unique<sj::Context>(c);
+    *out = ctx.release();
+  });
+}
+
+SJ_API sj_status sj_context_destroy(sj_context* ctx) {
+  return guarded([&] {
+    if (!ctx) return;
+    if (ctx->live_tensors > 0 || ctx->live_plans > 0)
+      sj::fail(SJ_ERR_INVALID_ARGUMENT, "context still has ", ctx->live_tensors.load(), " tensors and ",
+               ctx->live_plans.load(), " plans alive; destroy them first");
+    delete ctx;
+  });
+}
+
+SJ_API sj_status sj_op_options_init(sj_op_options* options) {
+  return guarded([&] {
+    require(options, "options");
+    *options = sj::default_options();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,36 @@
+// What the opaque C handles hold. A context counts the tensors and plans made with it so
+// that destroying it early is refused instead of leaving them dangling.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "src/context.hpp"
+#include "src/plan.hpp"
+#include "src/tensor.hpp"
+
+struct sj_context {
+  std::unique_ptr<sj::Context> impl;
+  std::atomic<int64_t> live_tensors{0};
+  std::atomic<int64_t> live_plans{0};
+};
+
+struct sj_tensor {
+  sj_context* ctx = nullptr;
+  sj::Tensor t;
+};
+
+struct sj_plan {
+  sj_context* ctx = nullptr;
+  std::unique_ptr<sj::Plan> plan;
+  std::mutex explain_mutex;
+  std::string explain_text;
+};
+
+namespace sj::capi {
+
+// Wraps a finished tensor in a new handle (the only way tensors leave the library).
+sj_tensor* new_tensor_handle(sj_context* ctx, Tensor t);
+
+}  // namespace sj::capi

@@ -1,0 +1,83 @@
+#include "src/logging.hpp"
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "spdlog/sinks/base_sink.h"
+#include "spdlog/sinks/stdout_sinks.h"
+
+namespace sj {
+namespace {
+
+spdlog::level::level_enum to_spdlog(sj_log_level l) {
+  switch (l) {
+    case SJ_LOG_TRACE: return spdlog::level::trace;
+    case SJ_LOG_DEBUG: return spdlog::level::debug;
+    case SJ_LOG_INFO: return spdlog::level::info;
+    case SJ_LOG_WARN: return spdlog::level::warn;
+    case SJ_LOG_ERROR: return spdlog::level::err;
+    case SJ_LOG_OFF: return spdlog::level::off;
+  }
+  return spdlog::level::err;
+}
+sj_log_level from_spdlog(spdlog::level::level_enum l) {
+  switch (l) {
+    case spdlog::level::trace: return SJ_LOG_TRACE;
+    case spdlog::level::debug: return SJ_LOG_DEBUG;
+    case spdlog::level::info: return SJ_LOG_INFO;
+    case spdlog::level::warn: return SJ_LOG_WARN;
+    case spdlog::level::err:
+    case spdlog::level::critical: return SJ_LOG_ERROR;
+    default: return SJ_LOG_OFF;
+  }
+}
+
+// Hands each formatted message to the host's callback.
+class CallbackSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  CallbackSink(sj_log_callback cb, void* user) : cb_(cb), user_(user) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    std::string text(msg.payload.data(), msg.payload.size());
+    cb_(from_spdlog(msg.level), text.c_str(), user_);
+  }
+  void flush_() override {}
+
+ private:
+  sj_log_callback cb_;
+  void* user_;
+};
+
+}  // namespace
+
+sj_log_level log_level_from_env(sj_log_level fallback) {
+  const char* env = std::getenv("SPARSEJIT_LOG");
+  if (!env) return fallback;
+  std::string v(env);
+  if (v == "trace") return SJ_LOG_TRACE;
+  if (v == "debug") return SJ_LOG_DEBUG;
+  if (v == "info") return SJ_LOG_INFO;
+  if (v == "warn" || v == "warning") return SJ_LOG_WARN;
+  if (v == "error") return SJ_LOG_ERROR;
+  if (v == "off") return SJ_LOG_OFF;
+  return fallback;
+}
+
+std::shared_ptr<spdlog::logger> make_logger(sj_log_level level, sj_log_callback callback, void* user) {
+  spdlog::sink_ptr sink;
+  if (callback) sink = std::make_shared<CallbackSink>(callback, user);
+  else sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  auto logger = std::make_shared<spdlog::logger>("sparsejit", sink);
+  if (!callback) logger->set_pattern("sparsejit [%l] %v");
+  logger->set_level(to_spdlog(log_level_from_env(level)));
+  return logger;
+}
+
+spdlog::logger& global_logger() {
+  static std::shared_ptr<spdlog::logger> logger = make_logger(SJ_LOG_ERROR, nullptr, nullptr);
+  return *logger;
+}
+
+}  // namespace sj

@@ -1,0 +1,200 @@
+#include "src/operation.hpp"
+
+#include "src/convert.hpp"
+#include "src/error.hpp"
+
+namespace sj {
+
+sj_op_options default_options() {
+  sj_op_options o{};
+  o.struct_size = sizeof(sj_op_options);
+  o.semiring = SJ_SEMIRING_PLUS_TIMES;
+  o.schedule = SJ_SCHEDULE_AUTO;
+  o.isa = SJ_ISA_AUTO;
+  o.vector_width = 0;
+  o.phases[0] = '\0';
+  o.threads = 0;
+  o.dense_output = 0;
+  o.transpose_a = 0;
+  o.transpose_b = 0;
+  o.output_index_type = -1;
+  return o;
+}
+
+namespace {
+
+const char* operand_name(sj_op op, size_t i) {
+  switch (op) {
+    case SJ_OP_SPGEMM_MASKED: return i == 0 ? "M" : i == 1 ? "A" : "B";
+    case SJ_OP_SPMSPV:
+    case SJ_OP_SPMV: return i == 0 ? "A" : "x";
+    default: return i == 0 ? "A" : "B";
+  }
+}
+
+size_t arity(sj_op op) {
+  switch (op) {
+    case SJ_OP_SPGEMM_MASKED: return 3;
+    case SJ_OP_TRANSPOSE: return 1;
+    default: return 2;
+  }
+}
+
+// Rows and columns of operand i as the operation sees it (transpose flags applied).
+std::pair<int64_t, int64_t> matrix_shape(const OpRequest& r, size_t i) {
+  const Tensor& t = r.operands[i];
+  bool tr = (i == 0 && r.op != SJ_OP_SPGEMM_MASKED && r.options.transpose_a) ||
+            (r.op == SJ_OP_SPGEMM_MASKED && i == 1 && r.options.transpose_a) ||
+            (r.op == SJ_OP_SPGEMM_MASKED && i == 2 && r.options.transpose_b) ||
+            (r.op != SJ_OP_SPGEMM_MASKED && i == 1 && r.options.transpose_b);
+  return tr ? std::pair{t.dims[1], t.dims[0]} : std::pair{t.dims[0], t.dims[1]};
+}
+
+}  // namespace
+
+void check_request(const OpRequest& r) {
+  const sj_op op = r.op;
+  if (op < SJ_OP_SPGEMM || op > SJ_OP_TRANSPOSE) fail(SJ_ERR_INVALID_ARGUMENT, "unknown operation ", static_cast<int>(op));
+  if (r.operands.size() != arity(op))
+    fail(SJ_ERR_INVALID_ARGUMENT, to_string(op), " takes ", arity(op), " operands, got ", r.operands.size());
+  const sj_semiring s = r.options.semiring;
+  if (s < SJ_SEMIRING_PLUS_TIMES || s > SJ_SEMIRING_PLUS_PAIR)
+    fail(SJ_ERR_INVALID_ARGUMENT, "unknown semiring ", static_cast<int>(s));
+  if (r.options.schedule < SJ_SCHEDULE_AUTO || r.options.schedule > SJ_SCHEDULE_FUSED)
+    fail(SJ_ERR_INVALID_ARGUMENT, "unknown schedule ", static_cast<int>(r.options.schedule));
+  if (r.options.isa < SJ_ISA_AUTO || r.options.isa > SJ_ISA_SCALAR)
+    fail(SJ_ERR_INVALID_ARGUMENT, "unknown ISA ", static_cast<int>(r.options.isa));
+  if (r.options.output_index_type != -1 && r.options.output_index_type != SJ_INDEX_INT32 &&
+      r.options.output_index_type != SJ_INDEX_INT64)
+    fail(SJ_ERR_INVALID_ARGUMENT, "output_index_type must be -1, SJ_INDEX_INT32 or SJ_INDEX_INT64");
+
+  // Orders.
+  for (size_t i = 0; i < r.operands.size(); ++i) {
+    const Tensor& t = r.operands[i];
+    bool vector = (op == SJ_OP_SPMSPV || op == SJ_OP_SPMV) && i == 1;
+    int want = vector ? 1 : 2;
+    if (t.order != want)
+      fail(SJ_ERR_FORMAT, to_string(op), ": operand ", operand_name(op, i), " must be a ",
+           vector ? "vector" : "matrix", ", got ", t.describe());
+  }
+  // Value types: every operand that contributes values must agree (the mask's are ignored).
+  const size_t first = op == SJ_OP_SPGEMM_MASKED ? 1 : 0;
+  const ValueType vt = r.operands[first].value_type;
+  for (size_t i = first + 1; i < r.operands.size(); ++i)
+    if (r.operands[i].value_type != vt)
+      fail(SJ_ERR_TYPE_MISMATCH, to_string(op), ": operand ", operand_name(op, i), " has ",
+           to_string(r.operands[i].value_type), " values but ", operand_name(op, first), " has ", to_string(vt));
+  if (vt == ValueType::Bool && s != SJ_SEMIRING_OR_AND && op != SJ_OP_TRANSPOSE)
+    fail(SJ_ERR_TYPE_MISMATCH, to_string(op), ": bool values need the or-and semiring, not ", to_string(s));
+
+  // Shapes.
+  auto [ar, ac] = matrix_shape(r, first);
+  switch (op) {
+    case SJ_OP_SPGEMM:
+    case SJ_OP_SPGEMM_MASKED: {
+      auto [br, bc] = matrix_shape(r, first + 1);
+      if (ac != br)
+        fail(SJ_ERR_SHAPE_MISMATCH, to_string(op), ": A is ", ar, "x", ac, " but B is ", br, "x", bc,
+             " (columns of A must equal rows of B)");
+      if (op == SJ_OP_SPGEMM_MASKED) {
+        const Tensor& m = r.operands[0];
+        if (m.dims[0] != ar || m.dims[1] != bc)
+          fail(SJ_ERR_SHAPE_MISMATCH, "spgemm-masked: mask M is ", m.dims[0], "x", m.dims[1],
+               " but A*B is ", ar, "x", bc);
+        if (r.options.dense_output) fail(SJ_ERR_INVALID_ARGUMENT, "spgemm-masked: a masked product has a sparse result; dense_output is not allowed");
+      }
+      break;
+    }
+    case SJ_OP_SPMSPV:
+    case SJ_OP_SPMV:
+      if (r.operands[1].dims[0] != ac)
+        fail(SJ_ERR_SHAPE_MISMATCH, to_string(op), ": A is ", ar, "x", ac, " but x has length ", r.operands[1].dims[0]);
+      break;
+    case SJ_OP_EWISE_MULT:
+    case SJ_OP_EWISE_ADD: {
+      auto [br, bc] = matrix_shape(r, 1);
+      if (ar != br || ac != bc)
+        fail(SJ_ERR_SHAPE_MISMATCH, to_string(op), ": A is ", ar, "x", ac, " but B", r.options.transpose_b ? "^T" : "",
+             " is ", br, "x", bc, " (shapes must be equal)");
+      if (r.options.dense_output) fail(SJ_ERR_INVALID_ARGUMENT, to_string(op), ": dense_output is not available for element-wise results");
+      break;
+    }
+    case SJ_OP_TRANSPOSE:
+      break;
+  }
+}
+
+ResultShape result_shape(const OpRequest& r) {
+  ResultShape s;
+  switch (r.op) {
+    case SJ_OP_SPGEMM:
+    case SJ_OP_SPGEMM_MASKED: {
+      size_t f = r.op == SJ_OP_SPGEMM_MASKED ? 1 : 0;
+      s.dims[0] = matrix_shape(r, f).first;
+      s.dims[1] = matrix_shape(r, f + 1).second;
+      break;
+    }
+    case SJ_OP_SPMSPV:
+    case SJ_OP_SPMV:
+      s.order = 1;
+      s.dims[0] = matrix_shape(r, 0).first;
+      break;
+    case SJ_OP_EWISE_MULT:
+    case SJ_OP_EWISE_ADD:
+      s.dims[0] = matrix_shape(r, 0).first;
+      s.dims[1] = matrix_shape(r, 0).second;
+      break;
+    case SJ_OP_TRANSPOSE:
+      s.dims[0] = r.operands[0].dims[1];
+      s.dims[1] = r.operands[0].dims[0];
+      break;
+  }
+  return s;
+}
+
+Tensor as_csr(const Tensor& t, bool transposed, IndexType it, const Allocator& alloc) {
+  if (!transposed) return convert(t, format_spec(SJ_FORMAT_CSR, 2), it, alloc);
+  // CSC arrays of A are the CSR arrays of A^T: relabel instead of moving data.
+  Tensor c = convert(t, format_spec(SJ_FORMAT_CSC, 2), it, alloc);
+  std::swap(c.dims[0], c.dims[1]);
+  std::swap(c.mode_order[0], c.mode_order[1]);
+  return c;
+}
+
+PreparedOperands prepare(const OpRequest& r, const Allocator& alloc) {
+  PreparedOperands p;
+  const size_t first = r.op == SJ_OP_SPGEMM_MASKED ? 1 : 0;
+  p.value_type = r.operands[first].value_type;
+  p.index_type = IndexType::I32;
+  for (auto& t : r.operands)
+    if (t.index_type == IndexType::I64) p.index_type = IndexType::I64;
+  const IndexType it = p.index_type;
+  auto& o = r.options;
+  switch (r.op) {
+    case SJ_OP_SPGEMM:
+    case SJ_OP_EWISE_MULT:
+    case SJ_OP_EWISE_ADD:
+      p.operands.push_back(as_csr(r.operands[0], o.transpose_a, it, alloc));
+      p.operands.push_back(as_csr(r.operands[1], o.transpose_b, it, alloc));
+      break;
+    case SJ_OP_SPGEMM_MASKED:
+      p.operands.push_back(as_csr(r.operands[0], false, it, alloc));
+      p.operands.push_back(as_csr(r.operands[1], o.transpose_a, it, alloc));
+      p.operands.push_back(as_csr(r.operands[2], o.transpose_b, it, alloc));
+      break;
+    case SJ_OP_SPMSPV:
+      p.operands.push_back(as_csr(r.operands[0], o.transpose_a, it, alloc));
+      p.operands.push_back(convert(r.operands[1], format_spec(SJ_FORMAT_SPARSE_VECTOR, 1), it, alloc));
+      break;
+    case SJ_OP_SPMV:
+      p.operands.push_back(as_csr(r.operands[0], o.transpose_a, it, alloc));
+      p.operands.push_back(convert(r.operands[1], format_spec(SJ_FORMAT_DENSE, 1), it, alloc));
+      break;
+    case SJ_OP_TRANSPOSE:
+      p.operands.push_back(r.operands[0]);
+      break;
+  }
+  return p;
+}
+
+}  // namespace sj

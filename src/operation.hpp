@@ -1,0 +1,43 @@
+// One requested operation: its kind, operands and options, checked once (arity, shapes,
+// value types, semiring) and then prepared into the layouts kernels take (CSR rows, sparse or
+// dense vectors, one index type), whatever formats the caller used.
+#pragma once
+#include <vector>
+
+#include "src/context.hpp"
+#include "src/tensor.hpp"
+
+namespace sj {
+
+struct OpRequest {
+  sj_op op = SJ_OP_SPGEMM;
+  std::vector<Tensor> operands;  // cheap copies: buffers are shared
+  sj_op_options options{};
+};
+
+// Defaults of sj_op_options (what sj_op_options_init writes).
+sj_op_options default_options();
+
+// Throws SJ_ERR_* with a message naming the operand at fault.
+void check_request(const OpRequest& req);
+
+// The shape of the result: dims and order.
+struct ResultShape {
+  int order = 2;
+  int64_t dims[2] = {0, 0};
+};
+ResultShape result_shape(const OpRequest& req);
+
+// Operands in kernel layouts: matrices as CSR (transposes applied), x as a sparse or dense
+// vector, all with one index type (i64 if any operand uses it), value type unchanged.
+struct PreparedOperands {
+  std::vector<Tensor> operands;  // same order as the request
+  IndexType index_type = IndexType::I32;
+  ValueType value_type = ValueType::F64;
+};
+PreparedOperands prepare(const OpRequest& req, const Allocator& alloc);
+
+// The CSR form of `t`, or of its transpose (zero-copy when t is CSC and types agree).
+Tensor as_csr(const Tensor& t, bool transposed, IndexType it, const Allocator& alloc);
+
+}  // namespace sj

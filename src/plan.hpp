@@ -1,0 +1,63 @@
+// A plan: an operation checked, inspected and decided once, then executed on operands of
+// the same shapes, formats and types as many times as the caller likes (from any thread).
+// The drop-in calls make a plan and execute it once.
+#pragma once
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "src/convert.hpp"
+#include "src/operation.hpp"
+
+namespace sj {
+
+// What must stay the same between planning and execution.
+struct OperandSignature {
+  int order = 0;
+  std::array<int64_t, kMaxOrder> dims{};
+  FormatSpec format;
+  IndexType index_type = IndexType::I32;
+  ValueType value_type = ValueType::F64;
+  bool operator==(const OperandSignature&) const = default;
+  static OperandSignature of(const Tensor& t);
+};
+
+// One schedule the planner considered.
+struct Candidate {
+  sj_schedule schedule = SJ_SCHEDULE_REFERENCE;
+  double estimated_cost = 0;  // model units (≈ ns); lower is better
+  std::string note;           // why it was costed so, or why it cannot serve
+  bool applicable = true;
+};
+
+class Plan {
+ public:
+  // Checks the request (throws sj::Error), inspects the operands and chooses a schedule.
+  Plan(const Context& ctx, OpRequest request);
+
+  // Runs on `operands`, which must match the planned signatures.
+  Tensor execute(const std::vector<Tensor>& operands);
+
+  // The explain JSON (statistics, candidates, choice, timings).
+  std::string explain() const;
+
+  sj_schedule schedule() const { return chosen_; }
+  sj_op op() const { return op_; }
+  const Context& context() const { return ctx_; }
+
+ private:
+  const Context& ctx_;
+  sj_op op_;
+  sj_op_options options_;
+  std::vector<OperandSignature> signatures_;
+  std::vector<Candidate> candidates_;
+  sj_schedule chosen_ = SJ_SCHEDULE_REFERENCE;
+  std::string stats_json_;  // the inspector's findings, as JSON
+  double plan_ms_ = 0;
+  std::atomic<int64_t> executions_{0};
+  std::atomic<double> last_execute_ms_{0};
+  std::atomic<double> first_execute_ms_{-1};
+};
+
+}  // namespace sj

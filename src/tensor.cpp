@@ -1,0 +1,292 @@
+#include "src/tensor.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_join.h"
+#include "src/error.hpp"
+
+namespace sj {
+
+int64_t Tensor::level_entries(int l) const {
+  int64_t n = 1;
+  for (int k = 0; k <= l; ++k) {
+    const Level& lv = levels[k];
+    switch (lv.kind) {
+      case LevelKind::Dense: n *= level_dim(k); break;  // overflow is ruled out by validate()
+      case LevelKind::Compressed: n = lv.pos.as<int64_t>()[n]; break;
+      case LevelKind::Singleton: break;
+    }
+  }
+  return n;
+}
+
+bool Tensor::owns_arrays() const {
+  if (!values.empty() && !values.owned()) return false;
+  for (auto& lv : levels)
+    if ((!lv.pos.empty() && !lv.pos.owned()) || (!lv.crd.empty() && !lv.crd.owned())) return false;
+  return true;
+}
+
+namespace {
+bool kinds_are(const Tensor& t, std::initializer_list<LevelKind> ks) {
+  if (static_cast<int>(ks.size()) != t.order) return false;
+  int l = 0;
+  for (LevelKind k : ks) {
+    if (t.levels[l].kind != k) return false;
+    if (k == LevelKind::Compressed && !t.levels[l].unique) return false;
+    ++l;
+  }
+  return true;
+}
+bool identity_order(const Tensor& t) {
+  for (int l = 0; l < t.order; ++l)
+    if (t.mode_order[l] != l) return false;
+  return true;
+}
+}  // namespace
+
+bool is_csr(const Tensor& t) {
+  return kinds_are(t, {LevelKind::Dense, LevelKind::Compressed}) && identity_order(t);
+}
+bool is_csc(const Tensor& t) {
+  return kinds_are(t, {LevelKind::Dense, LevelKind::Compressed}) && t.mode_order[0] == 1;
+}
+bool is_sparse_vector(const Tensor& t) { return kinds_are(t, {LevelKind::Compressed}); }
+bool is_dense(const Tensor& t) {
+  for (int l = 0; l < t.order; ++l)
+    if (t.levels[l].kind != LevelKind::Dense) return false;
+  return identity_order(t);
+}
+
+std::optional<sj_format> Tensor::named_format() const {
+  if (order == 2) {
+    if (is_csr(*this)) return SJ_FORMAT_CSR;
+    if (is_csc(*this)) return SJ_FORMAT_CSC;
+    if (kinds_are(*this, {LevelKind::Compressed, LevelKind::Compressed}) && identity_order(*this))
+      return SJ_FORMAT_DCSR;
+    if (levels[0].kind == LevelKind::Compressed && !levels[0].unique &&
+        levels[1].kind == LevelKind::Singleton && identity_order(*this))
+      return SJ_FORMAT_COO;
+    if (levels[0].kind == LevelKind::Dense && levels[1].kind == LevelKind::Dense)
+      return identity_order(*this) ? SJ_FORMAT_DENSE : SJ_FORMAT_DENSE_COL_MAJOR;
+  }
+  if (order == 1 && is_sparse_vector(*this)) return SJ_FORMAT_SPARSE_VECTOR;
+  if (order >= 1 && is_dense(*this)) return SJ_FORMAT_DENSE;
+  if (order == 3 && kinds_are(*this, {LevelKind::Dense, LevelKind::Compressed, LevelKind::Compressed}))
+    return SJ_FORMAT_CSF;
+  return std::nullopt;
+}
+
+std::string Tensor::describe() const {
+  std::vector<std::string> d, lv;
+  for (int m = 0; m < order; ++m) d.push_back(std::to_string(dims[m]));
+  std::string name;
+  if (auto f = named_format()) {
+    static const char* names[] = {"CSR", "CSC", "DCSR", "COO", "sparse vector", "dense", "CSF", "dense column-major"};
+    name = names[*f];
+  } else {
+    name = "tensor";
+  }
+  for (int l = 0; l < order; ++l)
+    lv.push_back(cat(to_string(levels[l].kind), levels[l].unique ? "" : "-nonunique", "(",
+                              mode_order[l], ")"));
+  return cat(name, " ", order == 0 ? "scalar" : absl::StrJoin(d, "x"), " [",
+                      absl::StrJoin(lv, ", "), "] ", to_string(index_type), " ", to_string(value_type),
+                      " nnz=", order == 0 ? 1 : nnz());
+}
+
+Tensor make_compressed_matrix(const Allocator& alloc, bool csr, int64_t rows, int64_t cols,
+                              int64_t nnz, IndexType it, ValueType vt) {
+  Tensor t;
+  t.order = 2;
+  t.dims = {rows, cols, 0, 0};
+  t.mode_order = csr ? std::array<int, 4>{0, 1, 2, 3} : std::array<int, 4>{1, 0, 2, 3};
+  t.index_type = it;
+  t.value_type = vt;
+  t.levels.resize(2);
+  t.levels[0].kind = LevelKind::Dense;
+  t.levels[1].kind = LevelKind::Compressed;
+  int64_t outer = csr ? rows : cols;
+  t.levels[1].pos = Buffer::allocate(alloc, sizeof(int64_t) * (outer + 1));
+  t.levels[1].crd = Buffer::allocate(alloc, index_size(it) * nnz);
+  t.values = Buffer::allocate(alloc, value_size(vt) * nnz);
+  return t;
+}
+
+Tensor make_sparse_vector(const Allocator& alloc, int64_t n, int64_t nnz, IndexType it, ValueType vt) {
+  Tensor t;
+  t.order = 1;
+  t.dims = {n, 0, 0, 0};
+  t.index_type = it;
+  t.value_type = vt;
+  t.levels.resize(1);
+  t.levels[0].kind = LevelKind::Compressed;
+  t.levels[0].pos = Buffer::allocate(alloc, sizeof(int64_t) * 2);
+  t.levels[0].pos.as_mut<int64_t>()[0] = 0;
+  t.levels[0].pos.as_mut<int64_t>()[1] = nnz;
+  t.levels[0].crd = Buffer::allocate(alloc, index_size(it) * nnz);
+  t.values = Buffer::allocate(alloc, value_size(vt) * nnz);
+  return t;
+}
+
+Tensor make_dense(const Allocator& alloc, int order, const int64_t* dims, ValueType vt) {
+  Tensor t;
+  t.order = order;
+  int64_t n = 1;
+  for (int m = 0; m < order; ++m) {
+    t.dims[m] = dims[m];
+    if (dims[m] < 0) fail(SJ_ERR_INVALID_ARGUMENT, "dimension ", m, " is negative (", dims[m], ")");
+    if (dims[m] != 0 && n > std::numeric_limits<int64_t>::max() / value_size(vt) / dims[m])
+      fail(SJ_ERR_OVERFLOW, "dense tensor of ", absl::StrJoin(dims, dims + order, "x"),
+           " entries does not fit in memory addresses");
+    n *= dims[m];
+  }
+  t.value_type = vt;
+  t.levels.resize(order);
+  t.values = Buffer::allocate(alloc, value_size(vt) * n);
+  return t;
+}
+
+// ------------------------------------------------------------------------------------------
+// Validation. Messages name the segment in the user's terms: "row 17" for CSR, "column 17" for
+// CSC, otherwise the coordinates of the parent entry.
+
+namespace {
+
+const char* mode_noun(const Tensor& t, int mode) {
+  if (t.order == 2) return mode == 0 ? "row" : "column";
+  if (t.order == 1) return "index";
+  static const char* names[] = {"mode-0 coordinate", "mode-1 coordinate", "mode-2 coordinate",
+                                "mode-3 coordinate"};
+  return names[mode];
+}
+
+// Coordinate, at level l, of the entry at position p (only called on valid outer levels).
+int64_t coord_of(const Tensor& t, int l, int64_t p) {
+  const Level& lv = t.levels[l];
+  if (lv.kind == LevelKind::Dense) return p % t.level_dim(l);
+  return crd_at(lv, t.index_type, p);
+}
+int64_t parent_of(const Tensor& t, int l, int64_t p) {
+  const Level& lv = t.levels[l];
+  if (lv.kind == LevelKind::Dense) return p / t.level_dim(l);
+  if (lv.kind == LevelKind::Singleton) return p;
+  const int64_t* pos = lv.pos.as<int64_t>();
+  int64_t parents = l == 0 ? 1 : t.level_entries(l - 1);
+  // The parent whose segment holds p: last q with pos[q] <= p (segments may be empty).
+  return std::upper_bound(pos, pos + parents + 1, p) - pos - 1;
+}
+
+// "row 17" / "row 3, column 9" — the path to the parent position `p` at level l-1.
+std::string segment_name(const Tensor& t, int l, int64_t p) {
+  if (l == 0) return t.order == 1 ? "vector" : "top level";
+  std::vector<std::string> parts;
+  for (int k = l - 1; k >= 0; --k) {
+    parts.push_back(cat(mode_noun(t, t.mode_order[k]), " ", coord_of(t, k, p)));
+    p = parent_of(t, k, p);
+  }
+  std::reverse(parts.begin(), parts.end());
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+void validate(const Tensor& t) {
+  if (t.order < 0 || t.order > kMaxOrder)
+    fail(SJ_ERR_INVALID_ARGUMENT, "order ", t.order, " is not supported (1 to ", kMaxOrder, ")");
+  if (static_cast<int>(t.levels.size()) != t.order)
+    fail(SJ_ERR_INTERNAL, "tensor has ", t.levels.size(), " levels for order ", t.order);
+  // Every mode stored exactly once.
+  std::array<bool, kMaxOrder> seen{};
+  for (int l = 0; l < t.order; ++l) {
+    int m = t.mode_order[l];
+    if (m < 0 || m >= t.order || seen[m])
+      fail(SJ_ERR_INVALID_ARGUMENT, "mode order must be a permutation of 0..", t.order - 1,
+           " (level ", l, " names mode ", m, ")");
+    seen[m] = true;
+  }
+  const int64_t max_coord = t.index_type == IndexType::I32 ? std::numeric_limits<int32_t>::max()
+                                                           : std::numeric_limits<int64_t>::max();
+  for (int m = 0; m < t.order; ++m) {
+    if (t.dims[m] < 0) fail(SJ_ERR_INVALID_ARGUMENT, "dimension of mode ", m, " is negative (", t.dims[m], ")");
+    // Coordinates run up to dim-1, which must fit the index type.
+    if (t.dims[m] > 0 && t.dims[m] - 1 > max_coord)
+      fail(SJ_ERR_OVERFLOW, "dimension ", t.dims[m], " of mode ", m, " does not fit ",
+           to_string(t.index_type), " coordinates");
+  }
+
+  int64_t parents = 1;  // entries of the level above
+  for (int l = 0; l < t.order; ++l) {
+    const Level& lv = t.levels[l];
+    const int64_t dim = t.level_dim(l);
+    const char* noun = mode_noun(t, t.mode_order[l]);
+    if (lv.kind == LevelKind::Dense) {
+      if (dim != 0 && parents > std::numeric_limits<int64_t>::max() / dim)
+        fail(SJ_ERR_OVERFLOW, "level ", l, ": ", parents, " x ", dim, " dense entries overflow int64");
+      parents *= dim;
+      continue;
+    }
+    if (lv.kind == LevelKind::Singleton) {
+      if (l == 0) fail(SJ_ERR_INVALID_ARGUMENT, "level 0 cannot be singleton");
+      if (parents > 0 && lv.crd.empty()) fail(SJ_ERR_NULL_POINTER, "level ", l, ": coordinate array is NULL");
+      for (int64_t p = 0; p < parents; ++p) {
+        int64_t c = crd_at(lv, t.index_type, p);
+        if (c < 0 || c >= dim)
+          fail(SJ_ERR_INVALID_TENSOR, "entry ", p, ": ", noun, " ", c, " out of range [0, ", dim, ")");
+      }
+      // A singleton under a non-unique level (COO): entries with equal outer coordinates
+      // must be ordered and unique by this coordinate.
+      if (l > 0 && t.levels[l - 1].kind == LevelKind::Compressed && !t.levels[l - 1].unique) {
+        const Level& up = t.levels[l - 1];
+        for (int64_t p = 1; p < parents; ++p) {
+          if (crd_at(up, t.index_type, p) != crd_at(up, t.index_type, p - 1)) continue;
+          int64_t a = crd_at(lv, t.index_type, p - 1), b = crd_at(lv, t.index_type, p);
+          if (b < a)
+            fail(SJ_ERR_INVALID_TENSOR, mode_noun(t, t.mode_order[l - 1]), " ", crd_at(up, t.index_type, p), ": ",
+                 noun, " ", b, " follows ", a, " (coordinates must be sorted)");
+          if (b == a)
+            fail(SJ_ERR_INVALID_TENSOR, mode_noun(t, t.mode_order[l - 1]), " ", crd_at(up, t.index_type, p), ": ",
+                 noun, " ", b, " appears twice (coordinates must be unique)");
+        }
+      }
+      continue;
+    }
+    // Compressed.
+    if (lv.pos.empty()) fail(SJ_ERR_NULL_POINTER, "level ", l, " (", noun, "s): position array is NULL");
+    const int64_t* pos = lv.pos.as<int64_t>();
+    if (pos[0] != 0)
+      fail(SJ_ERR_INVALID_TENSOR, "level ", l, " (", noun, "s): positions must start at 0, not ", pos[0]);
+    for (int64_t p = 0; p < parents; ++p) {
+      if (pos[p + 1] < pos[p])
+        fail(SJ_ERR_INVALID_TENSOR, segment_name(t, l, p), ": position ", pos[p + 1], " is less than ",
+             pos[p], " (positions must be non-decreasing)");
+    }
+    const int64_t count = pos[parents];
+    if (count > 0 && lv.crd.empty()) fail(SJ_ERR_NULL_POINTER, "level ", l, " (", noun, "s): coordinate array is NULL");
+    for (int64_t p = 0; p < parents; ++p) {
+      for (int64_t q = pos[p]; q < pos[p + 1]; ++q) {
+        int64_t c = crd_at(lv, t.index_type, q);
+        if (c < 0 || c >= dim)
+          fail(SJ_ERR_INVALID_TENSOR, segment_name(t, l, p), ": ", noun, " ", c, " out of range [0, ", dim, ")");
+        if (q == pos[p]) continue;
+        int64_t prev = crd_at(lv, t.index_type, q - 1);
+        if (c < prev)
+          fail(SJ_ERR_INVALID_TENSOR, segment_name(t, l, p), ": ", noun, " ", c, " follows ", prev,
+               " (coordinates must be sorted)");
+        if (c == prev && lv.unique)
+          fail(SJ_ERR_INVALID_TENSOR, segment_name(t, l, p), ": ", noun, " ", c,
+               " appears twice (coordinates must be unique)");
+      }
+    }
+    parents = count;
+  }
+  if (parents > 0 && t.values.empty()) fail(SJ_ERR_NULL_POINTER, "values array is NULL");
+  if (t.value_type == ValueType::Bool) {
+    const uint8_t* v = t.values.as<uint8_t>();
+    for (int64_t p = 0; p < parents; ++p)
+      if (v[p] > 1) fail(SJ_ERR_INVALID_TENSOR, "value ", p, " is ", int(v[p]), " (bool values must be 0 or 1)");
+  }
+}
+
+}  // namespace sj
