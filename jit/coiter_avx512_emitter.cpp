@@ -124,6 +124,8 @@ class Avx512Emitter final : public CoiterEmitter {
     a.popcnt(t2.r32(), t0.r32());
     if (spec.action != CoiterAction::Emit) a.add(cnt, t2);
     if (spec.action == CoiterAction::Count) return;
+    // (loaded before the skip branch: phase 3 relies on the blocks on every path)
+    if (spec.action == CoiterAction::Emit && !coords_loaded_) load_blocks();
     Label skip = a.newLabel();
     if (spec.skip_empty) {
       a.test(t2.r32(), t2.r32());
@@ -135,7 +137,6 @@ class Avx512Emitter final : public CoiterEmitter {
 
     // Emit stores coordinates first (before the value path reuses registers).
     if (spec.action == CoiterAction::Emit) {
-      if (!coords_loaded_) load_blocks();
       x86::Vec c = vec(8, cw());
       a.k(x86::k2).z().emit(ci(Inst::kIdVpcompressd, Inst::kIdVpcompressq), c, va());
       a.mov(t4, out_crd_arg());
