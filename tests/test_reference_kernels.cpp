@@ -524,9 +524,9 @@ TEST(Reference, SpmvIsSpmspvWithFullVector) {
 // ---- larger inputs, and the families of the generator -------------------------------------
 
 TEST(Reference, LargerSkewedInputs) {
-  // Power-law, banded and hollow matrices, big enough that accumulators are reused across
-  // many rows; compared with brute force row by row through spmv on unit vectors would be
-  // slow, so compare sparse and dense SpGEMM and the transposed product instead.
+  // Power-law, banded and hollow matrices, big enough that the accumulators are reused
+  // across many rows. Brute force would be slow here, so the sparse and dense SpGEMM and
+  // the transposed product check each other.
   using S = PlusTimes<double>;
   for (int seed = 0; seed < 6; ++seed) {
     SCOPED_TRACE(seed);
