@@ -2,10 +2,12 @@
 #include <cstring>
 #include "capi/boundary.hpp"
 #include "capi/handles.hpp"
+#include "src/derived_forms.hpp"
 #include "src/operation.hpp"
 
 namespace sj::capi {
 sj_tensor* new_tensor_handle(sj_context* ctx, Tensor t) {
+  t.derived = std::make_shared<DerivedForms>();
   auto* h = new sj_tensor{ctx, std::move(t)};
   ++ctx->live_tensors;
   return h;

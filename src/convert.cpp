@@ -334,7 +334,8 @@ Tensor transpose(const Tensor& t, const Allocator& alloc) {
 
 Tensor with_value_type(const Tensor& t, ValueType vt, const Allocator& alloc) {
   if (t.value_type == vt) return t;
-  Tensor out = t;  // shares the coordinate arrays
+  Tensor out = t;  // shares the coordinate arrays, not the derived forms (values differ)
+  out.derived = nullptr;
   const int64_t n = t.order == 0 ? 1 : t.nnz();
   out.value_type = vt;
   out.values = Buffer::allocate(alloc, value_size(vt) * n);

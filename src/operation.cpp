@@ -1,6 +1,7 @@
 #include "src/operation.hpp"
 
 #include "src/convert.hpp"
+#include "src/derived_forms.hpp"
 #include "src/error.hpp"
 
 namespace sj {
@@ -152,13 +153,25 @@ ResultShape result_shape(const OpRequest& r) {
   return s;
 }
 
-Tensor as_csr(const Tensor& t, bool transposed, IndexType it, const Allocator& alloc) {
+namespace {
+Tensor make_csr(const Tensor& t, bool transposed, IndexType it, const Allocator& alloc) {
   if (!transposed) return convert(t, format_spec(SJ_FORMAT_CSR, 2), it, alloc);
   // CSC arrays of A are the CSR arrays of A^T: relabel instead of moving data.
   Tensor c = convert(t, format_spec(SJ_FORMAT_CSC, 2), it, alloc);
   std::swap(c.dims[0], c.dims[1]);
   std::swap(c.mode_order[0], c.mode_order[1]);
+  c.derived = nullptr;
   return c;
+}
+}  // namespace
+
+Tensor as_csr(const Tensor& t, bool transposed, IndexType it, const Allocator& alloc) {
+  if (!transposed && is_csr(t) && t.index_type == it) return t;
+  if (transposed && is_csc(t) && t.index_type == it) return make_csr(t, true, it, alloc);
+  if (!t.derived) return make_csr(t, transposed, it, alloc);
+  // Conversions that move data are kept with the operand for the next call.
+  std::string key = cat(transposed ? "csr-of-transpose/" : "csr/", to_string(it));
+  return t.derived->get_or_make(key, [&] { return make_csr(t, transposed, it, alloc); });
 }
 
 PreparedOperands prepare(const OpRequest& r, const Allocator& alloc) {

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "kernels/reference_driver.hpp"
+#include "kernels/schedule.hpp"
 #include "src/error.hpp"
 #include "src/inspect.hpp"
 #include "src/json_writer.hpp"
@@ -18,13 +18,6 @@ const char* operand_label(sj_op op, size_t i) {
   if (op == SJ_OP_SPGEMM_MASKED) return i == 0 ? "M" : i == 1 ? "A" : "B";
   if ((op == SJ_OP_SPMSPV || op == SJ_OP_SPMV) && i == 1) return "x";
   return i == 0 ? "A" : "B";
-}
-
-// The schedules this build can run for an operation; the reference kernel serves all.
-std::vector<Candidate> candidates_for(const OpRequest& r, double work) {
-  std::vector<Candidate> c;
-  c.push_back({SJ_SCHEDULE_REFERENCE, work, "portable reference kernel (Gustavson / two-finger merge)", true});
-  return c;
 }
 
 }  // namespace
@@ -44,52 +37,66 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
   check_request(req);
   for (auto& t : req.operands) signatures_.push_back(OperandSignature::of(t));
 
-  // Inspect: statistics of each matrix operand (CSR form) and the work estimate.
+  // Inspect: the kernel forms of the operands (kept with their handles for later calls),
+  // statistics of each matrix, and for SpGEMM the exact multiply count.
+  PreparedOperands prepared = prepare(req, ctx_.allocator);
+  std::vector<MatrixStats> stats;
   JsonWriter w;
   w.begin_array();
-  double work = 0;
-  std::vector<Tensor> csr;
   for (size_t i = 0; i < req.operands.size(); ++i) {
-    const Tensor& t = req.operands[i];
-    w.begin_object().field("name", operand_label(op_, i)).field("format", t.describe());
-    if (t.order == 2) {
-      Tensor c = as_csr(t, false, t.index_type, default_allocator());
-      MatrixStats s = matrix_stats(c, /*with_bandwidth=*/false);
+    const Tensor& t = prepared.operands[i];
+    w.begin_object().field("name", operand_label(op_, i)).field("given", req.operands[i].describe());
+    MatrixStats s;
+    if (t.order == 2 && is_csr(t)) {
+      s = matrix_stats(t, /*with_bandwidth=*/false);
       w.key("stats");
       write_json(w, s);
-      work += static_cast<double>(s.nnz) + s.rows;
-      csr.push_back(std::move(c));
     } else {
-      work += static_cast<double>(t.nnz());
+      s.rows = 0;
+      s.nnz = t.nnz();
+      s.cols = t.dims[0];
+      w.field("nnz", s.nnz);
     }
+    stats.push_back(s);
     w.end_object();
   }
   w.end_array();
   stats_json_ = w.str();
-  if (op_ == SJ_OP_SPGEMM && !options_.transpose_a && !options_.transpose_b && csr.size() == 2)
-    work = static_cast<double>(spgemm_flops(csr[0], csr[1])) + csr[0].dims[0];
+  double flops = -1;
+  if (op_ == SJ_OP_SPGEMM) flops = static_cast<double>(spgemm_flops(prepared.operands[0], prepared.operands[1]));
+  if (op_ == SJ_OP_SPGEMM_MASKED) flops = static_cast<double>(spgemm_flops(prepared.operands[1], prepared.operands[2]));
+  inspect_ms_ = ms_since(t0);
 
-  // Candidates and the choice. A forced schedule must be one that can serve this call.
-  candidates_ = candidates_for(req, work);
-  const sj_schedule want = options_.schedule;
-  if (want == SJ_SCHEDULE_AUTO) {
-    const Candidate* best = nullptr;
-    for (auto& c : candidates_)
-      if (c.applicable && (!best || c.estimated_cost < best->estimated_cost)) best = &c;
-    chosen_ = best->schedule;
-  } else {
-    bool ok = false;
-    std::string names;
-    for (auto& c : candidates_) {
-      if (!c.applicable) continue;
-      ok |= c.schedule == want;
-      names += cat(names.empty() ? "" : ", ", to_string(c.schedule));
-    }
-    if (!ok)
-      fail(SJ_ERR_INVALID_ARGUMENT, "schedule '", to_string(want), "' cannot serve ", to_string(op_),
-           " here (available: auto, ", names, ")");
-    chosen_ = want;
+  // Cost every schedule of this operation; a forced one must be able to serve.
+  PlanInputs in{req, prepared, stats, flops, ctx_};
+  std::vector<const ScheduleImpl*> impls;
+  for (const ScheduleImpl* s : all_schedules()) {
+    if (s->op() != op_) continue;
+    Costing c = s->cost(in);
+    candidates_.push_back({s->schedule(), c.cost, c.note, c.applicable});
+    impls.push_back(s);
   }
+  const sj_schedule want = options_.schedule;
+  int best = -1;
+  for (size_t i = 0; i < impls.size(); ++i) {
+    const Candidate& c = candidates_[i];
+    if (!c.applicable) continue;
+    if (want == SJ_SCHEDULE_AUTO ? (best < 0 || c.estimated_cost < candidates_[best].estimated_cost)
+                                 : c.schedule == want)
+      best = static_cast<int>(i);
+  }
+  if (best < 0) {
+    std::string names, why;
+    for (auto& c : candidates_) {
+      if (c.applicable) names += cat(", ", to_string(c.schedule));
+      else if (c.schedule == want) why = cat(": ", c.note);
+    }
+    fail(SJ_ERR_INVALID_ARGUMENT, "schedule '", to_string(want), "' cannot serve ", to_string(op_), " here", why,
+         " (available: auto", names, ")");
+  }
+  impl_ = impls[best];
+  chosen_ = impl_->schedule();
+  state_ = impl_->prepare(in, &kernel_source_, &build_ms_);
   plan_ms_ = ms_since(t0);
 }
 
@@ -104,12 +111,7 @@ Tensor Plan::execute(const std::vector<Tensor>& operands) {
   auto t0 = std::chrono::steady_clock::now();
   OpRequest req{op_, operands, options_};
   PreparedOperands prepared = prepare(req, ctx_.allocator);
-  Tensor out;
-  switch (chosen_) {
-    default:
-      out = run_reference(req, prepared, ctx_.allocator);
-      break;
-  }
+  Tensor out = impl_->run(ExecInputs{req, prepared, ctx_, state_.get()});
   double ms = ms_since(t0);
   double expected = -1;
   first_execute_ms_.compare_exchange_strong(expected, ms);
@@ -138,8 +140,8 @@ std::string Plan::explain() const {
         .field("applicable", c.applicable).field("note", c.note).end_object();
   w.end_array();
   w.field("chosen", to_string(chosen_));
-  w.key("kernel").begin_object().field("backend", "portable").field("source", "built-in").field("compile_ms", 0.0).end_object();
-  w.key("timings_ms").begin_object().field("plan", plan_ms_)
+  w.key("kernel").begin_object().field("source", kernel_source_).field("build_ms", build_ms_).end_object();
+  w.key("timings_ms").begin_object().field("inspect", inspect_ms_).field("plan", plan_ms_)
       .field("first_execute", first_execute_ms_.load())
       .field("last_execute", last_execute_ms_.load())
       .field("executions", executions_.load()).end_object();

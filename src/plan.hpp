@@ -10,7 +10,11 @@
 #include "src/convert.hpp"
 #include "src/operation.hpp"
 
+#include <memory>
+
 namespace sj {
+
+class ScheduleImpl;
 
 // What must stay the same between planning and execution.
 struct OperandSignature {
@@ -53,7 +57,12 @@ class Plan {
   std::vector<OperandSignature> signatures_;
   std::vector<Candidate> candidates_;
   sj_schedule chosen_ = SJ_SCHEDULE_REFERENCE;
+  const ScheduleImpl* impl_ = nullptr;
+  std::shared_ptr<const void> state_;  // the chosen schedule's per-plan state
+  std::string kernel_source_ = "built-in";
+  double build_ms_ = 0;
   std::string stats_json_;  // the inspector's findings, as JSON
+  double inspect_ms_ = 0;
   double plan_ms_ = 0;
   std::atomic<int64_t> executions_{0};
   std::atomic<double> last_execute_ms_{0};

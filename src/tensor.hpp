@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <cstring>
+#include <memory>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,6 +24,8 @@ struct Level {
   Buffer crd;          // index_type, compressed and singleton
 };
 
+struct DerivedForms;
+
 struct Tensor {
   int order = 0;
   std::array<int64_t, kMaxOrder> dims{};        // logical dimension of each mode
@@ -31,6 +34,8 @@ struct Tensor {
   IndexType index_type = IndexType::I32;
   ValueType value_type = ValueType::F64;
   Buffer values;
+  // Conversions made from this tensor, shared by its copies (set on tensors behind handles).
+  std::shared_ptr<DerivedForms> derived;
 
   // Dimension of the mode stored at level l.
   int64_t level_dim(int l) const { return dims[mode_order[l]]; }

@@ -1,0 +1,67 @@
+// A schedule the planner can choose: it says whether and at what estimated cost it can serve
+// a request, may prepare per-plan state once (a compiled kernel, a converted operand), and
+// runs. Each family of schedules lives in its own file and is listed in kernels/schedules.cpp.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/context.hpp"
+#include "src/inspect.hpp"
+#include "src/operation.hpp"
+
+namespace sj {
+
+// What the planner knows when it costs a schedule.
+struct PlanInputs {
+  const OpRequest& req;
+  const PreparedOperands& prepared;     // CSR / vector forms of the operands
+  const std::vector<MatrixStats>& stats;  // per operand; rows = 0 for vectors
+  double flops = -1;                    // SpGEMM multiply count (exact), -1 when not SpGEMM
+  const Context& ctx;
+};
+
+// A schedule's answer: its estimated cost (model nanoseconds) or why it cannot serve.
+struct Costing {
+  bool applicable = false;
+  double cost = 0;
+  std::string note;
+  static Costing no(std::string why) { return {false, 0, std::move(why)}; }
+  static Costing yes(double cost, std::string note) { return {true, cost, std::move(note)}; }
+};
+
+// What a run gets.
+struct ExecInputs {
+  const OpRequest& req;
+  const PreparedOperands& prepared;
+  const Context& ctx;
+  const void* state;  // what prepare() returned (may be null)
+};
+
+class ScheduleImpl {
+ public:
+  virtual ~ScheduleImpl() = default;
+  virtual sj_op op() const = 0;
+  virtual sj_schedule schedule() const = 0;
+  virtual Costing cost(const PlanInputs& in) const = 0;
+  // Per-plan state, built once when the plan chooses this schedule (e.g. a JIT kernel).
+  // `source` receives where it came from ("built-in", "compiled", "memory", "disk").
+  virtual std::shared_ptr<const void> prepare(const PlanInputs& in, std::string* source, double* build_ms) const {
+    *source = "built-in";
+    *build_ms = 0;
+    return nullptr;
+  }
+  virtual Tensor run(const ExecInputs& in) const = 0;
+};
+
+// Every schedule of every operation, the reference ones included.
+const std::vector<const ScheduleImpl*>& all_schedules();
+
+// Families, each defined in its own file.
+void add_reference_schedules(std::vector<const ScheduleImpl*>& out);
+void add_spgemm_schedules(std::vector<const ScheduleImpl*>& out);
+void add_spmspv_schedules(std::vector<const ScheduleImpl*>& out);
+void add_ewise_schedules(std::vector<const ScheduleImpl*>& out);
+void add_coiteration_schedules(std::vector<const ScheduleImpl*>& out);
+
+}  // namespace sj
