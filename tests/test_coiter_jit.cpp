@@ -298,7 +298,7 @@ TEST(Coiter, ForcedCodegenFailureFallsBackToPortable) {
   CoiterJit::force_codegen_failure_for_testing(true);
   CoiterSpec s;
   s.width = 8;
-  s.isa = SJ_ISA_AUTO;
+  s.isa = SJ_ISA_AVX2;
   CoiterKernel k = compile_coiter(s);
   CoiterJit::force_codegen_failure_for_testing(false);
   EXPECT_FALSE(k.generated);
@@ -375,6 +375,28 @@ TEST(Coiter, EffectiveSpecFallsDown) {
   }
   s.isa = SJ_ISA_AUTO;
   EXPECT_NE(effective_spec(s).isa, SJ_ISA_AUTO);
+}
+
+// SPARSEJIT_ISA decides what AUTO means (checked in child processes, since it is read once).
+TEST(Coiter, DefaultIsaFollowsEnvironment) {
+  const char* env = std::getenv("SPARSEJIT_ISA");
+  sj_isa want = isa_supported(SJ_ISA_AVX512) ? SJ_ISA_AVX512
+                : isa_supported(SJ_ISA_AVX2) ? SJ_ISA_AVX2 : SJ_ISA_SCALAR;
+  if (env && std::string(env) == "avx2" && isa_supported(SJ_ISA_AVX2)) want = SJ_ISA_AVX2;
+  if (env && std::string(env) == "scalar") want = SJ_ISA_SCALAR;
+  EXPECT_EQ(default_isa(), want);
+  CoiterSpec s;
+  EXPECT_EQ(compile_coiter(s).spec.isa, want);
+  EXPECT_EQ(compile_coiter(s).generated, want != SJ_ISA_SCALAR);
+  if (env) return;  // the child stops here
+  char self[4096] = {0};
+  ASSERT_GT(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);
+  for (const char* isa : {"avx2", "scalar"}) {
+    std::string cmd = std::string("SPARSEJIT_ISA=") + isa + " '" + self +
+                      "' --gtest_filter=Coiter.DefaultIsaFollowsEnvironment"
+                      " > /dev/null 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
 }
 
 }  // namespace
