@@ -1,0 +1,137 @@
+// The sparsejit command: its output formats, its errors, and `run spgemm X.mtx --output`
+// agreeing with an independent product on real matrices.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "src/convert.hpp"
+#include "src/frostt.hpp"
+#include "src/matrix_market.hpp"
+#include "tests/test_util.hpp"
+
+namespace {
+
+struct Result {
+  int status;
+  std::string out;
+};
+
+// Runs the CLI with `args` (stderr folded into the output).
+Result run_cli(const std::string& args) {
+  std::string cmd = std::string(SPARSEJIT_CLI_PATH) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, ""};
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+std::string repo(const std::string& name) { return sj::test::repo_data(name).string(); }
+
+TEST(Cli, RunPrintsChoiceAndTimings) {
+  Result r = run_cli("run spgemm " + repo("cage8.mtx") + " --repeat 3");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("schedule: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("first call"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("median"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nnz 55175"), std::string::npos) << r.out;
+}
+
+TEST(Cli, CsvIsOneLineWithTheDocumentedColumns) {
+  Result r = run_cli("run ewise-mult-t " + repo("west0479.mtx") + " --csv --repeat 2");
+  ASSERT_EQ(r.status, 0) << r.out;
+  ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  std::vector<std::string> cols;
+  std::stringstream ss(r.out.substr(0, r.out.size() - 1));
+  for (std::string c; std::getline(ss, c, ',');) cols.push_back(c);
+  ASSERT_EQ(cols.size(), 10u) << r.out;
+  EXPECT_EQ(cols[0], "ewise-mult-t");
+  EXPECT_EQ(cols[1], "west0479.mtx");
+  EXPECT_FALSE(cols[2].empty());
+  EXPECT_GT(std::stoll(cols[7]), 0);
+}
+
+TEST(Cli, EveryOperationRuns) {
+  for (std::string op : {"spgemm", "spgemm-masked", "spmspv", "spmv", "ewise-mult", "ewise-mult-t", "ewise-add"}) {
+    Result r = run_cli("run " + op + " " + repo("karate.mtx") + " --repeat 1 --csv");
+    EXPECT_EQ(r.status, 0) << op << ": " << r.out;
+  }
+  Result d = run_cli("run spgemm " + repo("lp_afiro.mtx") + " --dense-out --repeat 1");
+  EXPECT_EQ(d.status, 0) << d.out;
+  EXPECT_NE(d.out.find("dense 27x27"), std::string::npos) << d.out;
+}
+
+TEST(Cli, BadArgumentsAreClearErrors) {
+  Result r = run_cli("run spgemm " + repo("karate.mtx") + " --schedule fastest");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("unknown schedule 'fastest'"), std::string::npos) << r.out;
+  r = run_cli("run spgemm " + repo("karate.mtx") + " --schedule push");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("schedule 'push' cannot serve spgemm"), std::string::npos) << r.out;
+  r = run_cli("run frobnicate " + repo("karate.mtx"));
+  EXPECT_EQ(r.status, 2);
+  r = run_cli("run spgemm /nonexistent.mtx");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("SJ_ERR_IO"), std::string::npos) << r.out;
+  r = run_cli("run spgemm " + repo("karate.mtx") + " --repeat many");
+  EXPECT_EQ(r.status, 2);
+  r = run_cli("run spgemm " + repo("lp_afiro.mtx") + " " + repo("karate.mtx"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("SJ_ERR_SHAPE_MISMATCH"), std::string::npos) << r.out;
+}
+
+TEST(Cli, InspectAndConvert) {
+  Result r = run_cli("inspect " + repo("cage8.mtx"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("bandwidth"), std::string::npos);
+  auto out = std::filesystem::temp_directory_path() / ("sj_cli_" + std::to_string(getpid()) + ".tns");
+  r = run_cli("convert " + repo("karate.mtx") + " " + out.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(sj::read_frostt(out.string()).nnz(), 156);
+  std::filesystem::remove(out);
+}
+
+// `sparsejit run spgemm X.mtx --output` against a product computed here from the file.
+TEST(Cli, SpgemmOutputAgreesWithIndependentProduct) {
+  std::vector<std::filesystem::path> files = {sj::test::repo_data("cage8.mtx"), sj::test::repo_data("lp_afiro.mtx")};
+  for (auto& f : sj::test::shared_matrices()) {
+    std::string n = f.filename().string();
+    if (n == "bcsstk13.mtx" || n == "add32.mtx" || n == "luxembourg.mtx" || n == "lp_share1b.mtx") files.push_back(f);
+  }
+  for (auto& f : files) {
+    auto out = std::filesystem::temp_directory_path() / ("sj_cli_out_" + std::to_string(getpid()) + ".mtx");
+    Result r = run_cli("run spgemm " + f.string() + " --repeat 0 --output " + out.string());
+    ASSERT_EQ(r.status, 0) << r.out;
+    sj::CooTensor a = sj::read_matrix_market(f.string());
+    sj::CooTensor c = sj::read_matrix_market(out.string());
+    std::filesystem::remove(out);
+    bool square = a.dims[0] == a.dims[1];
+    // Sum duplicates of the file first, as the reader's users do.
+    std::map<std::pair<int64_t, int64_t>, double> am;
+    for (int64_t e = 0; e < a.nnz(); ++e) am[{a.coords[0][e], a.coords[1][e]}] += a.values[e];
+    std::vector<std::vector<std::pair<int64_t, double>>> brows(square ? a.dims[0] : a.dims[1]);
+    for (auto& [ij, v] : am) {
+      if (square) brows[ij.first].push_back({ij.second, v});
+      else brows[ij.second].push_back({ij.first, v});
+    }
+    std::map<std::pair<int64_t, int64_t>, double> want;
+    for (auto& [ik, v] : am)
+      for (auto [j, w] : brows[ik.second]) want[{ik.first, j}] += v * w;
+    ASSERT_EQ(static_cast<size_t>(c.nnz()), want.size()) << f;
+    for (int64_t e = 0; e < c.nnz(); ++e) {
+      auto it = want.find({c.coords[0][e], c.coords[1][e]});
+      ASSERT_NE(it, want.end()) << f;
+      EXPECT_NEAR(c.values[e], it->second, 1e-9 * (1 + std::abs(it->second))) << f;
+    }
+  }
+}
+
+}  // namespace
