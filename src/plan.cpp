@@ -98,6 +98,9 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
   chosen_ = impl_->schedule();
   state_ = impl_->prepare(in, &kernel_source_, &build_ms_);
   plan_ms_ = ms_since(t0);
+  ctx_.logger->debug("plan {}: chose {} (estimated {:.0f} ns, kernel {}), inspect {:.3f} ms, plan {:.3f} ms",
+                     to_string(op_), to_string(chosen_), candidates_[best].estimated_cost, kernel_source_,
+                     inspect_ms_, plan_ms_);
 }
 
 Tensor Plan::execute(const std::vector<Tensor>& operands) {

@@ -271,6 +271,40 @@ TEST(CApi, FilesReadWriteAndErrors) {
   std::filesystem::remove_all(dir);
 }
 
+struct LogSink {
+  std::vector<std::pair<sj_log_level, std::string>> messages;
+};
+void collect_log(sj_log_level level, const char* message, void* user) {
+  static_cast<LogSink*>(user)->messages.push_back({level, message});
+}
+
+TEST(CApi, LogCallbackReceivesMessagesAtTheConfiguredLevel) {
+  for (sj_log_level level : {SJ_LOG_DEBUG, SJ_LOG_ERROR}) {
+    LogSink sink;
+    sj_config cfg;
+    sj_config_init(&cfg);
+    cfg.log_level = level;
+    cfg.log_callback = collect_log;
+    cfg.log_user = &sink;
+    sj_context* c = nullptr;
+    ASSERT_EQ(sj_context_create(&cfg, &c), SJ_OK);
+    {
+      T a, r;
+      ASSERT_EQ(sj_tensor_read_file(c, sj::test::repo_data("karate.mtx").c_str(), &a.t), SJ_OK);
+      ASSERT_EQ(sj_spgemm(c, a.t, a.t, nullptr, &r.t), SJ_OK);
+    }
+    sj_context_destroy(c);
+    if (std::getenv("SPARSEJIT_LOG")) continue;  // the environment overrides the config
+    if (level == SJ_LOG_DEBUG) {
+      ASSERT_FALSE(sink.messages.empty());
+      EXPECT_NE(sink.messages[0].second.find("plan spgemm: chose"), std::string::npos) << sink.messages[0].second;
+      EXPECT_EQ(sink.messages[0].first, SJ_LOG_DEBUG);
+    } else {
+      EXPECT_TRUE(sink.messages.empty()) << "by default only errors are logged";
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Every operation through the C API, inputs in every format, against a dense brute force.
 
