@@ -1,5 +1,7 @@
 #include "src/operation.hpp"
 
+#include <cstring>
+
 #include "src/convert.hpp"
 #include "src/derived_forms.hpp"
 #include "src/error.hpp"
@@ -19,6 +21,7 @@ sj_op_options default_options() {
   o.transpose_a = 0;
   o.transpose_b = 0;
   o.output_index_type = -1;
+  o.method = SJ_METHOD_AUTO;
   return o;
 }
 
@@ -65,6 +68,17 @@ void check_request(const OpRequest& r) {
     fail(SJ_ERR_INVALID_ARGUMENT, "unknown schedule ", static_cast<int>(r.options.schedule));
   if (r.options.isa < SJ_ISA_AUTO || r.options.isa > SJ_ISA_SCALAR)
     fail(SJ_ERR_INVALID_ARGUMENT, "unknown ISA ", static_cast<int>(r.options.isa));
+  if (r.options.method < SJ_METHOD_AUTO || r.options.method > SJ_METHOD_NATIVE)
+    fail(SJ_ERR_INVALID_ARGUMENT, "unknown coiteration method ", static_cast<int>(r.options.method));
+  if (r.options.phases[0] != '\0') {
+    const char* p = r.options.phases;
+    bool ok = std::strlen(p) == 3;
+    for (int i = 0; ok && i < 3; ++i) ok = p[i] == '0' || p[i] == '1';
+    if (!ok) fail(SJ_ERR_INVALID_ARGUMENT, "phase mask '", p, "' must be three characters of 0/1 (phases 3,2,1), e.g. 001");
+  }
+  if (r.options.vector_width != 0 && r.options.vector_width != 4 && r.options.vector_width != 8 &&
+      r.options.vector_width != 16)
+    fail(SJ_ERR_INVALID_ARGUMENT, "vector width ", r.options.vector_width, " is not 4, 8 or 16");
   if (r.options.output_index_type != -1 && r.options.output_index_type != SJ_INDEX_INT32 &&
       r.options.output_index_type != SJ_INDEX_INT64)
     fail(SJ_ERR_INVALID_ARGUMENT, "output_index_type must be -1, SJ_INDEX_INT32 or SJ_INDEX_INT64");

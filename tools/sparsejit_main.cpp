@@ -43,6 +43,7 @@ const char* kUsage = R"(usage:
     --isa NAME             auto | avx512 | avx2 | scalar
     --vector-width N       coiteration SIMD width (4, 8, 16)
     --phases MASK          coiteration phase mask, e.g. 001
+    --method NAME          coiteration block compare: auto | broadcast | rotate | native
     --explain              print the plan's explanation (JSON)
     --output FILE.mtx      write the result
     --csv                  print exactly one CSV line:
@@ -77,7 +78,7 @@ struct RunArgs {
   double x_density = 0.01;
   uint64_t seed = 1;
   int repeat = 10, threads = 0, vector_width = 0;
-  std::string schedule = "auto", isa = "auto", phases, semiring = "plus-times";
+  std::string schedule = "auto", isa = "auto", phases, semiring = "plus-times", method = "auto";
 };
 
 long parse_int(const std::string& flag, const char* v, long lo, long hi) {
@@ -117,6 +118,7 @@ RunArgs parse_run(int argc, char** argv) {
     else if (f == "--schedule") a.schedule = value();
     else if (f == "--isa") a.isa = value();
     else if (f == "--phases") a.phases = value();
+    else if (f == "--method") a.method = value();
     else if (f == "--semiring") a.semiring = value();
     else if (f.rfind("--", 0) == 0) usage_error("unknown option " + f);
     else positional.push_back(f);
@@ -206,8 +208,14 @@ int run(int argc, char** argv) {
   if (!isa) usage_error("unknown ISA '" + a.isa + "'");
   auto semiring = sj::parse_semiring(a.semiring);
   if (!semiring) usage_error("unknown semiring '" + a.semiring + "'");
-  if (a.phases.size() > 3 || a.phases.find_first_not_of("01") != std::string::npos)
+  if (!a.phases.empty() && (a.phases.size() != 3 || a.phases.find_first_not_of("01") != std::string::npos))
     usage_error("--phases needs three characters of 0/1 (phases 3,2,1), e.g. 001");
+  const char* methods[] = {"auto", "broadcast", "rotate", "native"};
+  int method = -1;
+  for (int m = 0; m < 4; ++m)
+    if (a.method == methods[m]) method = m;
+  if (method < 0) usage_error("unknown method '" + a.method + "' (auto, broadcast, rotate, native)");
+  o.method = static_cast<sj_coiter_method>(method);
   o.schedule = *sched;
   o.isa = *isa;
   o.semiring = *semiring;

@@ -120,6 +120,14 @@ typedef enum sj_schedule {
 
 typedef enum sj_isa { SJ_ISA_AUTO = 0, SJ_ISA_AVX512 = 1, SJ_ISA_AVX2 = 2, SJ_ISA_SCALAR = 3 } sj_isa;
 
+/* How the SIMD coiteration compares two blocks of coordinates. */
+typedef enum sj_coiter_method {
+  SJ_METHOD_AUTO = 0,
+  SJ_METHOD_BROADCAST = 1, /* all pairs by broadcasts (the Splyce paper) */
+  SJ_METHOD_ROTATE = 2,    /* rotations of one block (emulated VP2INTERSECT) */
+  SJ_METHOD_NATIVE = 3     /* the VP2INTERSECT instruction where the CPU has it, else rotate */
+} sj_coiter_method;
+
 typedef enum sj_op {
   SJ_OP_SPGEMM = 0,        /* C = A*B */
   SJ_OP_SPGEMM_MASKED = 1, /* C<M> = A*B (operands M, A, B) */
@@ -292,6 +300,7 @@ typedef struct sj_op_options {
   int transpose_a;        /* use A^T */
   int transpose_b;        /* use B^T (SpGEMM, element-wise) */
   int output_index_type;  /* -1 = like the inputs; else an sj_index_type */
+  sj_coiter_method method; /* coiteration block compare; default auto */
 } sj_op_options;
 
 SJ_API sj_status sj_op_options_init(sj_op_options *options);
