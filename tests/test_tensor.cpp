@@ -118,6 +118,72 @@ TEST(Tensor, CoordinatesAtTheInt32Limit) {
   EXPECT_EQ(to_coo(d).coords[1], (std::vector<int64_t>{INT32_MAX - 1, INT32_MAX}));
 }
 
+TEST(Tensor, CooAndCsfMessages) {
+  // COO: rows non-decreasing (non-unique level), columns sorted within a row (singleton level).
+  std::vector<int64_t> pos{0, 3};
+  std::vector<int64_t> rows{0, 1, 1}, cols{2, 4, 3};
+  std::vector<double> val{1, 2, 3};
+  Tensor coo;
+  coo.order = 2;
+  coo.dims = {2, 5};
+  coo.index_type = IndexType::I64;
+  coo.levels.resize(2);
+  coo.levels[0].kind = LevelKind::Compressed;
+  coo.levels[0].unique = false;
+  coo.levels[0].pos = Buffer::borrow(pos.data(), 16);
+  coo.levels[0].crd = Buffer::borrow(rows.data(), 24);
+  coo.levels[1].kind = LevelKind::Singleton;
+  coo.levels[1].crd = Buffer::borrow(cols.data(), 24);
+  coo.values = Buffer::borrow(val.data(), 24);
+  EXPECT_EQ(coo.named_format(), SJ_FORMAT_COO);
+  EXPECT_EQ(validation_message(coo), "row 1: column 3 follows 4 (coordinates must be sorted)");
+  cols = {2, 3, 3};
+  EXPECT_EQ(validation_message(coo), "row 1: column 3 appears twice (coordinates must be unique)");
+  cols = {2, 3, 4};
+  rows = {1, 0, 1};
+  EXPECT_EQ(validation_message(coo), "top level: row 0 follows 1 (coordinates must be sorted)");
+  rows = {0, 1, 1};
+  EXPECT_NO_THROW(validate(coo));
+
+  // CSF (dense i, compressed j, compressed k): the message names the path to the segment.
+  std::vector<int64_t> p1{0, 1, 2}, p2{0, 2, 3};
+  std::vector<int32_t> j{3, 1}, k{4, 2, 0};
+  std::vector<double> v{1, 2, 3};
+  Tensor csf;
+  csf.order = 3;
+  csf.dims = {2, 5, 6};
+  csf.levels.resize(3);
+  csf.levels[1].kind = csf.levels[2].kind = LevelKind::Compressed;
+  csf.levels[1].pos = Buffer::borrow(p1.data(), 24);
+  csf.levels[1].crd = Buffer::borrow(j.data(), 8);
+  csf.levels[2].pos = Buffer::borrow(p2.data(), 24);
+  csf.levels[2].crd = Buffer::borrow(k.data(), 12);
+  csf.values = Buffer::borrow(v.data(), 24);
+  EXPECT_EQ(validation_message(csf), "mode-0 coordinate 0, mode-1 coordinate 3: mode-2 coordinate 2 follows 4 (coordinates must be sorted)");
+  k = {2, 4, 7};
+  EXPECT_EQ(validation_message(csf), "mode-0 coordinate 1, mode-1 coordinate 1: mode-2 coordinate 7 out of range [0, 6)");
+}
+
+TEST(Tensor, OverflowingDenseLevelsAreRefused) {
+  Tensor t;
+  t.order = 2;
+  t.dims = {int64_t{1} << 40, int64_t{1} << 40};
+  t.index_type = IndexType::I64;
+  t.levels.resize(2);
+  try {
+    validate(t);
+    FAIL() << "2^80 dense entries must overflow";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), SJ_ERR_OVERFLOW) << e.what();
+  }
+  try {
+    make_dense(default_allocator(), 2, t.dims.data(), ValueType::F64);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), SJ_ERR_OVERFLOW) << e.what();
+  }
+}
+
 // Every named format, both index types: A -> format -> CSR gives A back exactly.
 TEST(Tensor, ConversionRoundTripsThroughEveryFormat) {
   test::Rng rng(7);
