@@ -1,0 +1,297 @@
+// The SpGEMM and masked-SpGEMM schedules (kernels/spgemm_schedules.cpp): every schedule,
+// forced through the C API or through sj::Plan, gives results bit-identical to the reference
+// schedule (same structure, same value bits) on random and real inputs; auto picks ours.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "capi/handles.hpp"
+#include "sparsejit/sparsejit.h"
+#include "src/convert.hpp"
+#include "src/plan.hpp"
+#include "src/tensor_file.hpp"
+#include "tests/random_matrices.hpp"
+#include "tests/test_util.hpp"
+
+namespace {
+
+using sj::Tensor;
+using sj::test::Rng;
+using sj::test::Values;
+
+const sj::Context& context() {
+  static const sj::Context ctx = [] {
+    sj_config c;
+    sj_config_init(&c);
+    c.threads = 1;
+    c.disable_disk_cache = 1;
+    return sj::Context(c);
+  }();
+  return ctx;
+}
+
+sj_op_options options(sj_semiring s = SJ_SEMIRING_PLUS_TIMES, bool dense = false) {
+  sj_op_options o;
+  sj_op_options_init(&o);
+  o.semiring = s;
+  o.dense_output = dense ? 1 : 0;
+  return o;
+}
+
+Tensor run_plan(sj_op op, const std::vector<Tensor>& operands, sj_op_options o, sj_schedule s) {
+  o.schedule = s;
+  sj::Plan plan(context(), sj::OpRequest{op, operands, o});
+  EXPECT_EQ(plan.schedule(), s);
+  return plan.execute(operands);
+}
+
+// Same shape, format, structure and value bits.
+::testing::AssertionResult identical(const Tensor& want, const Tensor& got) {
+  if (want.order != got.order || want.dims != got.dims) return ::testing::AssertionFailure() << "shapes differ";
+  if (sj::is_dense(want) != sj::is_dense(got)) return ::testing::AssertionFailure() << "formats differ";
+  if (want.value_type != got.value_type) return ::testing::AssertionFailure() << "value types differ";
+  const int vs = sj::value_size(want.value_type);
+  if (sj::is_dense(want)) {
+    const int64_t n = want.dims[0] * want.dims[1];
+    if (n && std::memcmp(want.values.data(), got.values.data(), static_cast<size_t>(n) * vs) != 0)
+      return ::testing::AssertionFailure() << "dense values differ";
+    return ::testing::AssertionSuccess();
+  }
+  if (!sj::is_csr(got)) return ::testing::AssertionFailure() << "result is not CSR: " << got.describe();
+  if (want.index_type != got.index_type) return ::testing::AssertionFailure() << "index types differ";
+  const int64_t rows = want.dims[0];
+  const int64_t* wp = want.levels[1].pos.as<int64_t>();
+  const int64_t* gp = got.levels[1].pos.as<int64_t>();
+  for (int64_t i = 0; i <= rows; ++i)
+    if (wp[i] != gp[i]) return ::testing::AssertionFailure() << "row pointer " << i << ": " << wp[i] << " vs " << gp[i];
+  const int64_t nnz = wp[rows];
+  for (int64_t p = 0; p < nnz; ++p) {
+    if (sj::crd_at(want.levels[1], want.index_type, p) != sj::crd_at(got.levels[1], got.index_type, p))
+      return ::testing::AssertionFailure() << "column at position " << p << " differs";
+    if (std::memcmp(static_cast<const char*>(want.values.data()) + p * vs,
+                    static_cast<const char*>(got.values.data()) + p * vs, vs) != 0)
+      return ::testing::AssertionFailure() << "value at position " << p << " differs";
+  }
+  sj::validate(got);
+  return ::testing::AssertionSuccess();
+}
+
+const sj_schedule kSpgemm[] = {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH};
+const sj_schedule kMasked[] = {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_INNER};
+
+void check_spgemm(const Tensor& A, const Tensor& B, sj_op_options o, const std::string& what) {
+  Tensor want = run_plan(SJ_OP_SPGEMM, {A, B}, o, SJ_SCHEDULE_REFERENCE);
+  for (sj_schedule s : kSpgemm)
+    EXPECT_TRUE(identical(want, run_plan(SJ_OP_SPGEMM, {A, B}, o, s)))
+        << what << " schedule " << sj::to_string(s) << (o.dense_output ? " dense" : "");
+}
+
+void check_masked(const Tensor& M, const Tensor& A, const Tensor& B, sj_op_options o, const std::string& what) {
+  Tensor want = run_plan(SJ_OP_SPGEMM_MASKED, {M, A, B}, o, SJ_SCHEDULE_REFERENCE);
+  for (sj_schedule s : kMasked)
+    EXPECT_TRUE(identical(want, run_plan(SJ_OP_SPGEMM_MASKED, {M, A, B}, o, s)))
+        << what << " masked schedule " << sj::to_string(s);
+}
+
+template <class I, class V> Tensor tensor(const sj::CsResult<I, V>& r) {
+  sj::ValueType vt = std::is_same_v<V, float> ? sj::ValueType::F32
+                     : std::is_same_v<V, double> ? sj::ValueType::F64
+                                                 : sj::ValueType::Bool;
+  return sj::to_tensor(sj::default_allocator(), true, r, vt);
+}
+
+// Random operand pairs of many shapes and families for one index/value type.
+template <class I, class V> void random_round(Rng& rng, int round, const std::vector<sj_semiring>& semirings) {
+  const Values kinds[] = {Values::Real, Values::SmallInt, Values::Positive, Values::Ones};
+  const Values vals = kinds[round % 4];
+  int64_t m, k, n;
+  switch (round % 6) {
+    case 0: m = 0; k = rng.uniform_int(0, 5); n = rng.uniform_int(0, 5); break;  // 0 x n
+    case 1: m = k = n = 1; break;
+    case 2: m = rng.uniform_int(1, 40); k = rng.uniform_int(0, 3); n = rng.uniform_int(1, 60); break;
+    default: m = rng.uniform_int(1, 120); k = rng.uniform_int(1, 120); n = rng.uniform_int(1, 120); break;
+  }
+  sj::CsResult<I, V> ra, rb, rm;
+  if (round % 5 == 4) {  // power-law rows, some long
+    ra = sj::test::random_power_law<I, V>(rng, m, k, 6.0, 1.5, {0.2, 0, vals});
+    rb = sj::test::random_power_law<I, V>(rng, k, n, 8.0, 1.5, {0.1, 0, vals});
+  } else {
+    ra = sj::test::random_matrix<I, V>(rng, m, k, vals);
+    rb = sj::test::random_matrix<I, V>(rng, k, n, vals);
+  }
+  rm = sj::test::random_matrix<I, V>(rng, m, n, vals);
+  Tensor A = tensor(ra), B = tensor(rb), M = tensor(rm);
+  const std::string what = "round " + std::to_string(round) + " " + A.describe() + " * " + B.describe();
+  for (sj_semiring s : semirings) {
+    check_spgemm(A, B, options(s), what + " " + std::string(sj::to_string(s)));
+    if (round % 3 == 0) check_spgemm(A, B, options(s, true), what + " " + std::string(sj::to_string(s)));
+    check_masked(M, A, B, options(s), what + " " + std::string(sj::to_string(s)));
+  }
+}
+
+const std::vector<sj_semiring> kAllSemirings = {SJ_SEMIRING_PLUS_TIMES, SJ_SEMIRING_MIN_PLUS, SJ_SEMIRING_MAX_TIMES,
+                                                SJ_SEMIRING_OR_AND, SJ_SEMIRING_PLUS_PAIR};
+
+TEST(SpgemmSchedules, RandomF64I32AllSemirings) {
+  Rng rng(101);
+  for (int round = 0; round < 60; ++round) random_round<int32_t, double>(rng, round, kAllSemirings);
+}
+
+TEST(SpgemmSchedules, RandomF32I64AllSemirings) {
+  Rng rng(202);
+  for (int round = 0; round < 60; ++round) random_round<int64_t, float>(rng, round, kAllSemirings);
+}
+
+TEST(SpgemmSchedules, RandomF32I32AndF64I64) {
+  Rng rng(303);
+  for (int round = 0; round < 30; ++round) {
+    random_round<int32_t, float>(rng, round, {SJ_SEMIRING_PLUS_TIMES, SJ_SEMIRING_MAX_TIMES});
+    random_round<int64_t, double>(rng, round, {SJ_SEMIRING_PLUS_TIMES, SJ_SEMIRING_MIN_PLUS});
+  }
+}
+
+TEST(SpgemmSchedules, RandomBoolOrAnd) {
+  Rng rng(404);
+  for (int round = 0; round < 40; ++round) {
+    random_round<int32_t, uint8_t>(rng, round, {SJ_SEMIRING_OR_AND});
+    random_round<int64_t, uint8_t>(rng, round, {SJ_SEMIRING_OR_AND});
+  }
+}
+
+// Rows long enough for every per-row path: sorting, scanning the accumulator range (banded,
+// dense rows), big hash tables, and wide matrices whose accumulator is large.
+TEST(SpgemmSchedules, LongRowsBandedAndWide) {
+  Rng rng(505);
+  auto banded = sj::test::random_banded<int32_t, double>(rng, 600, 600, 40, 40, 0.6);
+  auto dense_ish = sj::test::random_uniform<int32_t, double>(rng, 80, 300, 0.5);
+  auto wide = sj::test::random_uniform<int32_t, double>(rng, 50, 200000, 0.0005);
+  auto wideT = sj::test::random_uniform<int32_t, double>(rng, 200000, 50, 0.0005);
+  auto pl = sj::test::random_power_law<int32_t, double>(rng, 2000, 2000, 12.0, 1.3);
+  Tensor Bd = tensor(banded), D = tensor(dense_ish), W = tensor(wide), Wt = tensor(wideT), P = tensor(pl);
+  Tensor Dt = sj::transpose(D, sj::default_allocator());
+  check_spgemm(Bd, Bd, options(), "banded");
+  check_spgemm(D, Dt, options(), "dense-ish D*D^T");
+  check_spgemm(Dt, D, options(), "dense-ish D^T*D");
+  check_spgemm(Wt, W, options(), "tall*wide");
+  check_spgemm(W, Wt, options(), "wide*tall");
+  check_spgemm(P, P, options(), "power-law");
+  check_spgemm(P, P, options(SJ_SEMIRING_MIN_PLUS, true), "power-law dense");
+  check_masked(P, P, P, options(), "power-law masked by itself");
+  check_masked(Bd, Bd, Bd, options(SJ_SEMIRING_MAX_TIMES), "banded masked");
+}
+
+// Through the public C API, with caller formats (CSC operands, transposes) and the output
+// index type option.
+TEST(SpgemmSchedules, ForcedThroughCApi) {
+  sj_context* ctx = nullptr;
+  ASSERT_EQ(sj_context_create(nullptr, &ctx), SJ_OK);
+  Rng rng(606);
+  for (int round = 0; round < 12; ++round) {
+    const int64_t m = rng.uniform_int(1, 60), k = rng.uniform_int(1, 60), n = rng.uniform_int(1, 60);
+    Tensor A = tensor(sj::test::random_matrix<int32_t, double>(rng, m, k));
+    Tensor B = tensor(sj::test::random_matrix<int32_t, double>(rng, k, n));
+    Tensor M = tensor(sj::test::random_matrix<int32_t, double>(rng, m, n));
+    const bool csc = round % 2 == 1;
+    auto handle = [&](const Tensor& t) {
+      Tensor x = csc ? sj::convert(t, sj::format_spec(SJ_FORMAT_CSC, 2), t.index_type, sj::default_allocator()) : t;
+      return sj::capi::new_tensor_handle(ctx, x);
+    };
+    sj_tensor *a = handle(A), *b = handle(B), *mk = handle(M);
+    sj_op_options o = options(round % 4 == 2 ? SJ_SEMIRING_MIN_PLUS : SJ_SEMIRING_PLUS_TIMES, round % 3 == 0);
+    if (round % 4 == 3) o.output_index_type = SJ_INDEX_INT64;
+    o.schedule = SJ_SCHEDULE_REFERENCE;
+    sj_tensor* want = nullptr;
+    ASSERT_EQ(sj_spgemm(ctx, a, b, &o, &want), SJ_OK) << sj_last_error_message();
+    for (sj_schedule s : kSpgemm) {
+      o.schedule = s;
+      sj_tensor* got = nullptr;
+      ASSERT_EQ(sj_spgemm(ctx, a, b, &o, &got), SJ_OK) << sj_last_error_message();
+      EXPECT_TRUE(identical(want->t, got->t)) << "round " << round << " " << sj::to_string(s);
+      sj_tensor_destroy(got);
+    }
+    sj_tensor_destroy(want);
+    o.dense_output = 0;
+    o.schedule = SJ_SCHEDULE_REFERENCE;
+    ASSERT_EQ(sj_spgemm_masked(ctx, mk, a, b, &o, &want), SJ_OK) << sj_last_error_message();
+    for (int rep = 0; rep < 2; ++rep)  // the second call may use B's cached CSC form
+      for (sj_schedule s : kMasked) {
+        o.schedule = s;
+        sj_tensor* got = nullptr;
+        ASSERT_EQ(sj_spgemm_masked(ctx, mk, a, b, &o, &got), SJ_OK) << sj_last_error_message();
+        EXPECT_TRUE(identical(want->t, got->t)) << "round " << round << " masked " << sj::to_string(s);
+        sj_tensor_destroy(got);
+      }
+    sj_tensor_destroy(want);
+    // A^T * B^T: transposed operands (A is m x k, so use B^T (n x k) and A^T (k x m) shapes).
+    o.transpose_a = 1;
+    o.transpose_b = 1;
+    o.schedule = SJ_SCHEDULE_REFERENCE;
+    ASSERT_EQ(sj_spgemm(ctx, b, a, &o, &want), SJ_OK) << sj_last_error_message();
+    for (sj_schedule s : kSpgemm) {
+      o.schedule = s;
+      sj_tensor* got = nullptr;
+      ASSERT_EQ(sj_spgemm(ctx, b, a, &o, &got), SJ_OK) << sj_last_error_message();
+      EXPECT_TRUE(identical(want->t, got->t)) << "round " << round << " transposed " << sj::to_string(s);
+      sj_tensor_destroy(got);
+    }
+    sj_tensor_destroy(want);
+    sj_tensor_destroy(a);
+    sj_tensor_destroy(b);
+    sj_tensor_destroy(mk);
+  }
+  EXPECT_EQ(sj_context_destroy(ctx), SJ_OK) << sj_last_error_message();
+}
+
+// Plans re-executed on new values of the same structure.
+TEST(SpgemmSchedules, PlanReuseWithNewValues) {
+  Rng rng(707);
+  auto ra = sj::test::random_uniform<int32_t, double>(rng, 200, 200, 0.05);
+  Tensor A1 = tensor(ra);
+  for (auto& v : ra.val) v = v * 0.5 + 1;
+  Tensor A2 = tensor(ra);
+  for (sj_schedule s : kSpgemm) {
+    sj_op_options o = options();
+    o.schedule = s;
+    sj::Plan plan(context(), sj::OpRequest{SJ_OP_SPGEMM, {A1, A1}, o});
+    EXPECT_TRUE(identical(run_plan(SJ_OP_SPGEMM, {A1, A1}, options(), SJ_SCHEDULE_REFERENCE), plan.execute({A1, A1})));
+    EXPECT_TRUE(identical(run_plan(SJ_OP_SPGEMM, {A2, A2}, options(), SJ_SCHEDULE_REFERENCE), plan.execute({A2, A2})));
+  }
+  for (sj_schedule s : kMasked) {
+    sj_op_options o = options();
+    o.schedule = s;
+    sj::Plan plan(context(), sj::OpRequest{SJ_OP_SPGEMM_MASKED, {A1, A1, A1}, o});
+    EXPECT_TRUE(identical(run_plan(SJ_OP_SPGEMM_MASKED, {A2, A2, A2}, options(), SJ_SCHEDULE_REFERENCE),
+                          plan.execute({A2, A2, A2})));
+  }
+}
+
+// Every real matrix: C = A*A (A*A^T when rectangular), and masked by A (by A*A^T's own
+// pattern stand-in: A when square, else skipped).
+TEST(SpgemmSchedules, RealMatrices) {
+  auto files = sj::test::shared_matrices();
+  if (files.empty()) GTEST_SKIP() << "no ../shared/data/matrices";
+  for (auto& f : files) {
+    Tensor A = sj::read_tensor_file(f.string(), sj::default_allocator());
+    A = sj::convert(A, sj::format_spec(SJ_FORMAT_CSR, 2), sj::IndexType::I32, sj::default_allocator());
+    if (A.value_type != sj::ValueType::F64) A = sj::with_value_type(A, sj::ValueType::F64, sj::default_allocator());
+    const bool square = A.dims[0] == A.dims[1];
+    Tensor B = square ? A : sj::transpose(A, sj::default_allocator());
+    check_spgemm(A, B, options(), f.filename().string());
+    if (square) check_masked(A, A, A, options(), f.filename().string());
+  }
+}
+
+TEST(SpgemmSchedules, AutoChoosesOursOnMidSizeMatrix) {
+  Rng rng(808);
+  Tensor A = tensor(sj::test::random_uniform<int32_t, double>(rng, 3000, 3000, 0.003));
+  sj::Plan plan(context(), sj::OpRequest{SJ_OP_SPGEMM, {A, A}, options()});
+  EXPECT_TRUE(plan.schedule() == SJ_SCHEDULE_GUSTAVSON_DENSE || plan.schedule() == SJ_SCHEDULE_GUSTAVSON_HASH)
+      << plan.explain();
+  sj::Plan masked(context(), sj::OpRequest{SJ_OP_SPGEMM_MASKED, {A, A, A}, options()});
+  EXPECT_TRUE(masked.schedule() == SJ_SCHEDULE_GUSTAVSON_DENSE || masked.schedule() == SJ_SCHEDULE_INNER)
+      << masked.explain();
+}
+
+}  // namespace
