@@ -1,0 +1,95 @@
+// Drivers over the coiteration kernels (jit/coiter_jit.hpp): inner-product SpGEMM (dense,
+// sparse and masked output), row-wise SpMSpV with a sparse x (dense or sparse y), the
+// element-wise product with sparse output, and a batched dot. Single-threaded; results are
+// bit-identical to the reference kernels (kernels/reference.hpp) because every kernel adds
+// its products in coordinate order from the first one (see jit/coiter_spec.hpp).
+//
+// PER-PAIR DISPATCH (why the drivers never lose much to the scalar loop). Before a segment
+// pair reaches a kernel the driver
+//   1. skips it when either side is empty or the coordinate ranges [first, last] do not
+//      overlap (no product can form: nothing is written, as for a kernel returning 0);
+//   2. trims both segments to the overlapping coordinate range (a binary search on each end;
+//      coordinates outside it cannot match, so the products and their order are unchanged);
+//   3. sends the trimmed pair to the generated SIMD kernel only when min(na, nb) >= the fast
+//      threshold (the vector width n: below it the fast lane never runs and the call would
+//      only pay for the scalar epilogue), else to the inlined branchy scalar merge.
+// Bool values (or-and over uint8_t) have no generated kernel and always take the scalar one.
+//
+// SPEC RULE (choose_coiter_spec; every field a caller forces through sj_op_options wins):
+//   m = min(mean segment length of the left operand, of the right one)
+//   with VP2INTERSECT (AVX-512 host):  m >= 96: n = 16 (i32; 8 for i64), phases "111", native
+//                                      m >= 12: n = 8, phases "111", native
+//                                      else     n = 4, phases "001", broadcast
+//   otherwise (AVX-512 without it, AVX2): n = 4, phases "001", broadcast (the Splyce paper's
+//                                      best; rotate-based wide blocks did not beat it there)
+//   skip_empty is on (the compute phase is branched over when no lane matched); skip_disjoint
+//   is off (the driver already does it, once per pair, with trimming).
+//   A forced width 16 with i64 coordinates becomes 8 (the widest the i64 kernels have).
+//   The thresholds come from bench/bench_coiter.cpp on this machine (mean 250: n16/111/native
+//   best; mean 50: n8/111/native; mean 5: n4/001 within noise of everything, the fast lane
+//   rarely runs).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "jit/coiter_jit.hpp"
+#include "src/allocator.hpp"
+#include "src/tensor.hpp"
+
+namespace sj::kernels {
+
+// What a driver runs: the spec of its SIMD kernels (the action is set per driver) and
+// whether to use them at all.
+struct CoiterConfig {
+  jit::CoiterSpec spec;     // action is ignored; value/index are set from the operands
+  bool use_jit = true;      // false: the scalar merge everywhere (the baseline)
+  bool trim = true;         // skip disjoint pairs and trim to the overlap (step 1-2 above)
+  int64_t min_fast = -1;    // fast-lane threshold on min(na, nb); -1: the effective width
+};
+
+// The spec rule above. `mean_a`, `mean_b`: mean segment lengths (nnz / segments) of the two
+// operands whose segments are intersected. Throws SJ_ERR_INVALID_ARGUMENT for a malformed
+// phase mask (check_request already refuses those at the C boundary).
+jit::CoiterSpec choose_coiter_spec(const sj_op_options& options, IndexType it, ValueType vt,
+                                   double mean_a, double mean_b);
+
+// Compiles (or finds memoised) the kernels a config needs for `action` and returns the
+// effective spec; `codegen_us` receives the fresh code-generation time (0 when memoised),
+// `generated` whether the kernel is generated code (false: portable). Used by prepare().
+jit::CoiterSpec warm_coiter_kernel(const CoiterConfig& cfg, jit::CoiterAction action,
+                                   double* codegen_us = nullptr, bool* generated = nullptr);
+
+// C = A * B by inner products: A CSR (rows x k), Bcsc = B in CSC form (k x cols), same index
+// and value type. Dense row-major result (zero() where no product formed) when
+// `dense_output`, else CSR with sorted columns, (i,j) stored iff a product formed; the sparse
+// result is assembled row by row (each candidate column dotted and appended, no atomics).
+Tensor coiter_spgemm(const Tensor& A, const Tensor& Bcsc, sj_semiring semiring, const CoiterConfig& cfg,
+                     bool dense_output, const Allocator& alloc);
+
+// C<M> = A * B: a dot only at M's stored (i,j) (M CSR, its values ignored; same index type).
+Tensor coiter_masked_spgemm(const Tensor& M, const Tensor& A, const Tensor& Bcsc, sj_semiring semiring,
+                            const CoiterConfig& cfg, const Allocator& alloc);
+
+// y = A * x, A CSR, x a sparse vector: each row of A dotted with x. Dense y (zero() where no
+// product) when `dense_output`, else a sparse vector with y(i) stored iff a product formed.
+Tensor coiter_spmspv(const Tensor& A, const Tensor& x, sj_semiring semiring, const CoiterConfig& cfg,
+                     bool dense_output, const Allocator& alloc);
+
+// C = A .* B, A and B compressed with the same orientation and shape (CSR with CSR or CSC
+// with CSC); the result has A's orientation. A count pass sizes the arrays exactly, then
+// each segment pair is emitted straight into its place.
+Tensor coiter_ewise_mult(const Tensor& A, const Tensor& B, sj_semiring semiring, const CoiterConfig& cfg,
+                         const Allocator& alloc);
+
+// Batched dot over views: for each q in [0, npairs), out[q] = the dot of segment ra[q] of
+// `left` with segment rb[q] of `right` (zero() where nothing matched); returns the number of
+// pairs with at least one match. Typed: I in {int32_t, int64_t}, V in {float, double}.
+template <class I, class V>
+int64_t coiter_batched_dot(const CsView<I, V>& left, const int64_t* ra, const CsView<I, V>& right,
+                           const int64_t* rb, int64_t npairs, sj_semiring semiring, const CoiterConfig& cfg,
+                           V* out);
+
+// "n8 p111 native isa=avx512, fast lane at min(na,nb) >= 8, trim" for explain notes.
+std::string describe(const CoiterConfig& cfg);
+
+}  // namespace sj::kernels
