@@ -1,0 +1,94 @@
+#include "tools/cache_command.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "cache/cache_folder.hpp"
+#include "cache/persistent_store.hpp"
+#include "src/error.hpp"
+
+namespace {
+
+constexpr const char* kCacheUsage =
+    "usage: sparsejit cache list|verify|clear [--dir D]\n"
+    "  list    entries of the persistent cache: key, size, age\n"
+    "  verify  check every entry (header, checksum, key, build); exit 1 if any is bad\n"
+    "  clear   remove every entry (the folder stays)\n"
+    "  --dir D the cache folder (default: SPARSEJIT_CACHE_DIR, else the per-build folder\n"
+    "          under $XDG_CACHE_HOME or ~/.cache/sparsejit)\n";
+
+std::string age_text(int64_t s) {
+  char buf[32];
+  if (s < 120) std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+  else if (s < 7200) std::snprintf(buf, sizeof buf, "%lldm", static_cast<long long>(s / 60));
+  else if (s < 172800) std::snprintf(buf, sizeof buf, "%lldh", static_cast<long long>(s / 3600));
+  else std::snprintf(buf, sizeof buf, "%lldd", static_cast<long long>(s / 86400));
+  return buf;
+}
+
+}  // namespace
+
+int run_cache_command(int argc, char** argv) {
+  std::string sub, dir;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kCacheUsage, stdout);
+      return 0;
+    } else if (a == "--dir" && i + 1 < argc) {
+      dir = argv[++i];
+    } else if (a.rfind("--dir=", 0) == 0) {
+      dir = a.substr(6);
+    } else if (sub.empty() && a[0] != '-') {
+      sub = a;
+    } else {
+      std::fprintf(stderr, "sparsejit cache: unexpected argument '%s'\n%s", a.c_str(), kCacheUsage);
+      return 2;
+    }
+  }
+  if (sub != "list" && sub != "verify" && sub != "clear") {
+    std::fprintf(stderr, "sparsejit cache: %s\n%s",
+                 sub.empty() ? "which command? (list, verify or clear)" : ("unknown command '" + sub + "'").c_str(),
+                 kCacheUsage);
+    return 2;
+  }
+  dir = sj::cache::resolve_cache_dir(dir);
+  try {
+    sj::cache::PersistentStore::Options o;
+    o.create = false;  // looking must not create the folder
+    sj::cache::PersistentStore store(dir, o);
+    if (!store.enabled() && !store.disabled_reason().empty() && store.list(false).empty()) {
+      std::printf("%s: no cache here (%s)\n", dir.c_str(), store.disabled_reason().c_str());
+      return 0;
+    }
+    if (sub == "clear") {
+      size_t n = store.clear();
+      std::printf("%s: removed %zu file%s\n", dir.c_str(), n, n == 1 ? "" : "s");
+      return 0;
+    }
+    bool verify = sub == "verify";
+    auto entries = store.list(verify);
+    size_t bad = 0, stale = 0;
+    uint64_t bytes = 0;
+    for (const auto& e : entries) {
+      bytes += e.file_size;
+      if (e.stale) ++stale;
+      else if (!e.ok) ++bad;
+      if (verify && e.ok) continue;
+      const char* mark = e.ok ? "" : e.stale ? "  [stale] " : "  [BAD] ";
+      std::printf("%-28s %9llu B %6s  %s%s%s%s\n", e.file.c_str(), static_cast<unsigned long long>(e.file_size),
+                  age_text(e.age_s).c_str(), e.key.empty() ? "(unreadable)" : e.key.c_str(), mark,
+                  e.ok ? "" : e.problem.c_str(), "");
+    }
+    std::printf("%s: %zu entr%s, %llu bytes", dir.c_str(), entries.size(), entries.size() == 1 ? "y" : "ies",
+                static_cast<unsigned long long>(bytes));
+    if (verify || bad || stale) std::printf(", %zu bad, %zu from other builds", bad, stale);
+    std::printf("%s\n", verify && !bad ? " — all good" : "");
+    if (stale && verify) std::printf("(entries from other builds are never used; `sparsejit cache clear` removes them)\n");
+    return verify && bad ? 1 : 0;
+  } catch (const sj::Error& e) {
+    std::fprintf(stderr, "sparsejit cache: %s\n", e.what());
+    return 1;
+  }
+}
