@@ -1,8 +1,304 @@
-// The specialised spmspv schedules (see kernels/schedule.hpp).
+// The specialised SpMSpV and SpMV schedules (see kernels/schedule.hpp, kernels/spmspv_kernels.hpp).
+//
+// COST MODEL (model nanoseconds; the reference is 3 ns x (nnz(A) + m + nnz(x)) + 2000).
+// Notation from PlanInputs::stats: A is m x n with nnz(A), row mean L; x has nx stored entries.
+//   flops  = nx * nnz(A) / n                  expected products (x's columns of A, mean length)
+//   ny     = m * (1 - exp(-flops / m))        expected stored outputs (uniform rows)
+//   lg(v)  = log2(1 + v)
+//   push     = K + Cx*nx + Cp*flops + out + conv
+//              out  (sparse) = Cy*ny + min(Cs*ny*lg(ny), Cm*m);  (dense) = Cf*m + Cy*ny
+//              conv = (Cc*nnz(A) + Cr*(m+n)) * f when A has no CSC copy yet (none is cached
+//              on the handle and A is not given as CSC), f = 1 on the first SpMSpV use of
+//              the handle, 1/4 once the handle has been used before (a repeated operand: the
+//              copy is kept and pays back over the next calls), 0 when cached.
+//   densify  = K + Cd*nx + Cr*m + Cg*nnz(A) (+ Cf*m dense output)
+//   search   = K + Cr*m + Cb*m*s*(1 + lg(l/s)),  s = min(L, nx), l = max(L, nx)
+//   inner    = K + Cr*m + Cm2*(nnz(A) + m*nx/2)   (a row's merge stops at its last column)
+//   SpMV densify (row gather, x dense) = K + Cr*m + Cg2*nnz(A)
+// Constants (ns) were fitted on this machine (2 shared cores, g++ 12 -O3) from the forced
+// timings of bench/bench_compare_spmspv_ewise.cpp (`--calibrate` prints per-schedule
+// time/feature ratios over the real and synthetic matrices): a least-squares-by-eye fit of
+// the per-entry terms on the large inputs and K on the small ones.
+#include <atomic>
+#include <cmath>
+
 #include "kernels/schedule.hpp"
+#include "kernels/spmspv_kernels.hpp"
+#include "src/convert.hpp"
+#include "src/derived_forms.hpp"
+#include "src/dispatch.hpp"
+#include "src/error.hpp"
+#include "src/semiring.hpp"
 
 namespace sj {
+namespace {
 
-void add_spmspv_schedules(std::vector<const ScheduleImpl*>& out) {}
+constexpr double K = 400, Cx = 2.0, Cp = 2.2, Cy = 1.5, Cs = 1.6, Cm = 0.35, Cf = 0.25, Cc = 6.0, Cr = 0.8,
+                 Cd = 3.0, Cg = 1.4, Cb = 2.5, Cm2 = 1.3, Cg2 = 1.1;
+
+double lg(double v) { return std::log2(1.0 + std::max(0.0, v)); }
+
+// Where the CSC form of the operator comes from.
+struct CscSource {
+  bool zero_copy = false;
+  std::string key;
+};
+CscSource csc_source(const OpRequest& req, IndexType it) {
+  const Tensor& a = req.operands[0];
+  const bool ta = req.options.transpose_a != 0;
+  CscSource s;
+  s.zero_copy = (!ta && is_csc(a) && a.index_type == it) || (ta && is_csr(a) && a.index_type == it);
+  s.key = cat("csc-of-", ta ? "transpose/" : "matrix/", to_string(it));
+  return s;
+}
+
+bool has_form(const Tensor& t, const std::string& key) {
+  if (!t.derived) return false;
+  std::lock_guard lock(t.derived->mutex);
+  for (auto& [k, v] : t.derived->forms)
+    if (k == key) return true;
+  return false;
+}
+
+// Counts the SpMSpV calls served on a handle (a use counter kept with its derived forms).
+int64_t uses_of(const Tensor& t, bool bump) {
+  if (!t.derived) return 0;
+  Tensor c = t.derived->get_or_make("spmspv-uses", [] {
+    Tensor u;
+    u.values = Buffer::allocate(default_allocator(), sizeof(int64_t));
+    *u.values.as_mut<int64_t>() = 0;
+    return u;
+  });
+  std::atomic_ref<int64_t> n(*const_cast<int64_t*>(c.values.as<int64_t>()));
+  return bump ? n.fetch_add(1, std::memory_order_relaxed) : n.load(std::memory_order_relaxed);
+}
+
+// The CSC form of op(A), zero-copy when the caller gave it, else kept with the handle.
+Tensor csc_of(const OpRequest& req, const PreparedOperands& p, const Allocator& alloc) {
+  const Tensor& a = req.operands[0];
+  const CscSource src = csc_source(req, p.index_type);
+  if (src.zero_copy) {
+    if (req.options.transpose_a == 0) return a;
+    Tensor c = a;  // CSR arrays of A are the CSC arrays of A^T
+    std::swap(c.dims[0], c.dims[1]);
+    std::swap(c.mode_order[0], c.mode_order[1]);
+    c.derived = nullptr;
+    return c;
+  }
+  if (!a.derived) return flip_orientation(p.operands[0], alloc);
+  return a.derived->get_or_make(src.key, [&] { return flip_orientation(p.operands[0], alloc); });
+}
+
+Tensor with_output_index_type(Tensor out, const OpRequest& req, const Allocator& alloc) {
+  const int want = req.options.output_index_type;
+  if (want != -1 && out.order > 0 && !is_dense(out)) {
+    IndexType it = from_c(static_cast<sj_index_type>(want));
+    if (it != out.index_type) out = convert(out, format_spec_of(out), it, alloc);
+  }
+  return out;
+}
+
+// Calls f(S, I, V) with the semiring type and the index/value types of the request.
+template <class F> Tensor dispatch(const ExecInputs& in, F&& f) {
+  Tensor out = with_types(in.prepared.index_type, in.prepared.value_type, [&](auto i, auto v) {
+    using I = decltype(i);
+    using V = decltype(v);
+    if constexpr (std::is_same_v<V, uint8_t>) {
+      return f(OrAnd<V>{}, I{}, V{});
+    } else {
+      return with_semiring<V>(in.req.options.semiring, [&](auto s) { return f(s, I{}, V{}); });
+    }
+  });
+  return with_output_index_type(std::move(out), in.req, in.ctx.allocator);
+}
+
+struct Features {
+  double m, n, nnz, L, nx, flops, ny;
+};
+Features features(const PlanInputs& in) {
+  Features f;
+  const MatrixStats& a = in.stats[0];
+  f.m = static_cast<double>(a.rows);
+  f.n = static_cast<double>(a.cols);
+  f.nnz = static_cast<double>(a.nnz);
+  f.L = a.row_mean;
+  f.nx = static_cast<double>(in.stats[1].nnz);
+  f.flops = f.n > 0 ? f.nx * f.nnz / f.n : 0;
+  f.ny = f.m > 0 ? f.m * (1 - std::exp(-f.flops / f.m)) : 0;
+  return f;
+}
+
+// Runs a row-wise kernel into a dense or exact-size sparse result.
+template <class I, class V, class Kernel>
+Tensor run_rowwise(const ExecInputs& in, Kernel&& kernel) {
+  const Allocator& alloc = in.ctx.allocator;
+  const ValueType vt = in.prepared.value_type;
+  auto A = cs_view<I, V>(in.prepared.operands[0]);
+  auto x = spvec_view<I, V>(in.prepared.operands[1]);
+  if (A.inner != x.n) fail(SJ_ERR_SHAPE_MISMATCH, "spmspv: A is ", A.outer, "x", A.inner, " but x has length ", x.n);
+  spmspv::RowSink<I, V> sink;
+  if (in.req.options.dense_output) {
+    Tensor y = make_dense(alloc, 1, &A.outer, vt);
+    sink.dense = y.values.as_mut<V>();
+    kernel(A, x, sink);
+    return y;
+  }
+  // Collected into thread-local scratch (capacity m), then copied at exact size.
+  auto& ws = spmspv::Scratch<I, V>::get();
+  ws.need(0, A.outer);
+  sink.idx = ws.list.data();
+  sink.val = ws.outv.data();
+  kernel(A, x, sink);
+  Tensor y = make_sparse_vector(alloc, A.outer, sink.count, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
+  if (sink.count) {
+    std::memcpy(y.levels[0].crd.mutable_data(), sink.idx, sizeof(I) * sink.count);
+    std::memcpy(y.values.mutable_data(), sink.val, sizeof(V) * sink.count);
+  }
+  return y;
+}
+
+class SpmspvSchedule : public ScheduleImpl {
+ public:
+  sj_op op() const override { return SJ_OP_SPMSPV; }
+};
+
+class Push final : public SpmspvSchedule {
+ public:
+  sj_schedule schedule() const override { return SJ_SCHEDULE_PUSH; }
+  Costing cost(const PlanInputs& in) const override {
+    const Features f = features(in);
+    const bool dense = in.req.options.dense_output != 0;
+    double out = dense ? Cf * f.m + Cy * f.ny : Cy * f.ny + std::min(Cs * f.ny * lg(f.ny), Cm * f.m);
+    const CscSource src = csc_source(in.req, in.prepared.index_type);
+    const Tensor& a = in.req.operands[0];
+    double conv = 0;
+    std::string note = "column-wise push over CSC(A), sparse accumulator";
+    if (src.zero_copy) {
+      note += "; A given column-wise";
+    } else if (has_form(a, src.key)) {
+      note += "; CSC copy cached on the handle";
+    } else {
+      const bool reused = uses_of(a, false) > 0;
+      conv = (Cc * f.nnz + Cr * (f.m + f.n)) * (reused ? 0.25 : 1.0);
+      note += reused ? "; builds the CSC copy (repeated operand: amortised)" : "; builds a CSC copy";
+    }
+    return Costing::yes(K + Cx * f.nx + Cp * f.flops + out + conv, note);
+  }
+  Tensor run(const ExecInputs& in) const override {
+    uses_of(in.req.operands[0], true);
+    Tensor csc = csc_of(in.req, in.prepared, in.ctx.allocator);
+    return dispatch(in, [&](auto s, auto i, auto v) {
+      using S = decltype(s);
+      using I = decltype(i);
+      using V = decltype(v);
+      const Allocator& alloc = in.ctx.allocator;
+      const ValueType vt = in.prepared.value_type;
+      auto A = cs_view<I, V>(csc);  // outer = columns
+      auto x = spvec_view<I, V>(in.prepared.operands[1]);
+      if (A.outer != x.n) fail(SJ_ERR_SHAPE_MISMATCH, "spmspv: A is ", A.inner, "x", A.outer, " but x has length ", x.n);
+      if (in.req.options.dense_output) {
+        Tensor y = make_dense(alloc, 1, &A.inner, vt);
+        spmspv::push_dense<S>(A, x, y.values.as_mut<V>());
+        return y;
+      }
+      Tensor y;
+      spmspv::push_sparse<S>(A, x, [&](int64_t cnt) {
+        y = make_sparse_vector(alloc, A.inner, cnt, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
+        return std::pair<I*, V*>(y.levels[0].crd.as_mut<I>(), y.values.as_mut<V>());
+      });
+      return y;
+    });
+  }
+};
+
+class Densify final : public SpmspvSchedule {
+ public:
+  sj_schedule schedule() const override { return SJ_SCHEDULE_DENSIFY; }
+  Costing cost(const PlanInputs& in) const override {
+    const Features f = features(in);
+    double c = K + Cd * f.nx + Cr * f.m + Cg * f.nnz + (in.req.options.dense_output ? Cf * f.m : 0);
+    return Costing::yes(c, "scatter x into a dense workspace, gather over A's rows");
+  }
+  Tensor run(const ExecInputs& in) const override {
+    uses_of(in.req.operands[0], true);
+    return dispatch(in, [&](auto s, auto i, auto v) {
+      using S = decltype(s);
+      return run_rowwise<decltype(i), decltype(v)>(in, [](auto& A, auto& x, auto& sink) { spmspv::densify<S>(A, x, sink); });
+    });
+  }
+};
+
+class Search final : public SpmspvSchedule {
+ public:
+  sj_schedule schedule() const override { return SJ_SCHEDULE_SEARCH; }
+  Costing cost(const PlanInputs& in) const override {
+    const Features f = features(in);
+    const double s = std::min(f.L, f.nx), l = std::max(f.L, f.nx);
+    double c = K + Cr * f.m + Cb * f.m * s * (1 + (s > 0 ? lg(l / s) : 0));
+    return Costing::yes(c, "row-wise, the shorter side gallops through the longer");
+  }
+  Tensor run(const ExecInputs& in) const override {
+    uses_of(in.req.operands[0], true);
+    return dispatch(in, [&](auto s, auto i, auto v) {
+      using S = decltype(s);
+      return run_rowwise<decltype(i), decltype(v)>(in, [](auto& A, auto& x, auto& sink) { spmspv::search<S>(A, x, sink); });
+    });
+  }
+};
+
+class Inner final : public SpmspvSchedule {
+ public:
+  sj_schedule schedule() const override { return SJ_SCHEDULE_INNER; }
+  Costing cost(const PlanInputs& in) const override {
+    const Features f = features(in);
+    double c = K + Cr * f.m + Cm2 * (f.nnz + f.m * f.nx / 2);
+    return Costing::yes(c, "row-wise two-finger merge with x (scalar)");
+  }
+  Tensor run(const ExecInputs& in) const override {
+    uses_of(in.req.operands[0], true);
+    return dispatch(in, [&](auto s, auto i, auto v) {
+      using S = decltype(s);
+      return run_rowwise<decltype(i), decltype(v)>(in, [](auto& A, auto& x, auto& sink) { spmspv::inner<S>(A, x, sink); });
+    });
+  }
+};
+
+class SpmvGather final : public ScheduleImpl {
+ public:
+  sj_op op() const override { return SJ_OP_SPMV; }
+  sj_schedule schedule() const override { return SJ_SCHEDULE_DENSIFY; }
+  Costing cost(const PlanInputs& in) const override {
+    const MatrixStats& a = in.stats[0];
+    return Costing::yes(K + Cr * a.rows + Cg2 * a.nnz, "row-wise gather from the dense x");
+  }
+  Tensor run(const ExecInputs& in) const override {
+    return dispatch(in, [&](auto s, auto i, auto v) {
+      using S = decltype(s);
+      using I = decltype(i);
+      using V = decltype(v);
+      auto A = cs_view<I, V>(in.prepared.operands[0]);
+      const Tensor& x = in.prepared.operands[1];
+      if (A.inner != x.dims[0]) fail(SJ_ERR_SHAPE_MISMATCH, "spmv: A is ", A.outer, "x", A.inner, " but x has length ", x.dims[0]);
+      Tensor y = make_dense(in.ctx.allocator, 1, &A.outer, in.prepared.value_type);
+      spmspv::spmv_rows<S>(A, x.values.as<V>(), y.values.as_mut<V>());
+      return y;
+    });
+  }
+};
+
+}  // namespace
+
+void add_spmspv_schedules(std::vector<const ScheduleImpl*>& out) {
+  static const Push push;
+  static const Densify densify;
+  static const Search search;
+  static const Inner inner;
+  static const SpmvGather spmv;
+  out.push_back(&push);
+  out.push_back(&densify);
+  out.push_back(&search);
+  out.push_back(&inner);
+  out.push_back(&spmv);
+}
 
 }  // namespace sj

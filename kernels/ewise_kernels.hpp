@@ -1,0 +1,212 @@
+// Element-wise kernels on CSR operands, same exactness as kernels/reference_ewise.hpp
+// (A is always the left operand: mul(a, b), add(a, b)).
+//
+//   merge_mult / merge_add   row-wise two-finger merge of A and B (B may be the prepared
+//                            B^T: the `transpose` schedule); a row pair whose lengths are
+//                            skewed (>= 16x) gallops the long side instead.
+//   search_mult_t            C(i,j) = A(i,j) * B(j,i) with the ORIGINAL B in CSR: each
+//                            A(i,j) looks for column i in B's row j (the SparseConflicts
+//                            `forsame` follower), by binary search, or by galloping from a
+//                            per-row finger (rows of B are visited with increasing i, so
+//                            each finger only moves forward).
+//
+// Output assembly without reallocation: the result arrays are allocated once at an upper
+// bound (sum over rows of min(len A, len B) for mult, nnz(A) for search, lenA + lenB for
+// add) and filled contiguously row after row; when the result is under half the bound it
+// is copied once to exact size so the caller does not hold the slack.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/spmspv_kernels.hpp"  // gallop
+#include "src/error.hpp"
+#include "src/tensor.hpp"
+
+namespace sj::ewise {
+
+using spmspv::gallop;
+
+template <class I, class V> struct Out {
+  Tensor t;
+  int64_t* pos;
+  I* crd;
+  V* val;
+};
+
+template <class I, class V>
+Out<I, V> alloc_out(const Allocator& alloc, int64_t rows, int64_t cols, int64_t bound, ValueType vt) {
+  Out<I, V> o;
+  o.t = make_compressed_matrix(alloc, true, rows, cols, bound, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
+  o.pos = o.t.levels[1].pos.template as_mut<int64_t>();
+  o.crd = o.t.levels[1].crd.template as_mut<I>();
+  o.val = o.t.values.template as_mut<V>();
+  o.pos[0] = 0;
+  return o;
+}
+
+template <class I, class V>
+Tensor finish(const Allocator& alloc, Out<I, V>& o, int64_t rows, int64_t cols, int64_t nnz, int64_t bound, ValueType vt) {
+  if (nnz * 2 >= bound || bound < 1024) return std::move(o.t);
+  Out<I, V> e = alloc_out<I, V>(alloc, rows, cols, nnz, vt);
+  std::memcpy(e.pos, o.pos, sizeof(int64_t) * (rows + 1));
+  std::memcpy(e.crd, o.crd, sizeof(I) * nnz);
+  std::memcpy(e.val, o.val, sizeof(V) * nnz);
+  return std::move(e.t);
+}
+
+inline void require_same(int64_t ao, int64_t ai, int64_t bo, int64_t bi, const char* op) {
+  if (ao != bo || ai != bi) fail(SJ_ERR_SHAPE_MISMATCH, op, ": operands are ", ao, "x", ai, " and ", bo, "x", bi);
+}
+
+// Intersection of two sorted segments, appended at out (returns the new end).
+template <class S, class I, class V>
+inline int64_t merge_row_mult(const I* ac, const V* av, int64_t pa, int64_t ea, const I* bc, const V* bv, int64_t pb,
+                              int64_t eb, I* oc, V* ov, int64_t q) {
+  const int64_t la = ea - pa, lb = eb - pb;
+  if (la == 0 || lb == 0 || ac[ea - 1] < bc[pb] || bc[eb - 1] < ac[pa]) return q;
+  if (la * 16 < lb) {
+    for (; pa < ea && pb < eb; ++pa) {
+      pb = gallop(bc, pb, eb, ac[pa]);
+      if (pb < eb && bc[pb] == ac[pa]) {
+        oc[q] = ac[pa];
+        ov[q++] = S::mul(av[pa], bv[pb++]);
+      }
+    }
+    return q;
+  }
+  if (lb * 16 < la) {
+    for (; pa < ea && pb < eb; ++pb) {
+      pa = gallop(ac, pa, ea, bc[pb]);
+      if (pa < ea && ac[pa] == bc[pb]) {
+        oc[q] = bc[pb];
+        ov[q++] = S::mul(av[pa++], bv[pb]);
+      }
+    }
+    return q;
+  }
+  while (pa < ea && pb < eb) {
+    const I a = ac[pa], b = bc[pb];
+    if (a == b) {
+      oc[q] = a;
+      ov[q++] = S::mul(av[pa], bv[pb]);
+    }
+    pa += a <= b;
+    pb += b <= a;
+  }
+  return q;
+}
+
+template <class S, class I, class V>
+Tensor merge_mult(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt) {
+  require_same(A.outer, A.inner, B.outer, B.inner, "ewise_mult");
+  int64_t bound = 0;
+  for (int64_t i = 0; i < A.outer; ++i) bound += std::min(A.pos[i + 1] - A.pos[i], B.pos[i + 1] - B.pos[i]);
+  auto o = alloc_out<I, V>(alloc, A.outer, A.inner, bound, vt);
+  int64_t q = 0;
+  for (int64_t i = 0; i < A.outer; ++i) {
+    q = merge_row_mult<S>(A.crd, A.val, A.pos[i], A.pos[i + 1], B.crd, B.val, B.pos[i], B.pos[i + 1], o.crd, o.val, q);
+    o.pos[i + 1] = q;
+  }
+  return finish(alloc, o, A.outer, A.inner, q, bound, vt);
+}
+
+template <class S, class I, class V>
+Tensor merge_add(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt) {
+  require_same(A.outer, A.inner, B.outer, B.inner, "ewise_add");
+  const int64_t bound = A.nnz() + B.nnz();
+  auto o = alloc_out<I, V>(alloc, A.outer, A.inner, bound, vt);
+  int64_t q = 0;
+  I* oc = o.crd;
+  V* ov = o.val;
+  for (int64_t i = 0; i < A.outer; ++i) {
+    int64_t pa = A.pos[i], pb = B.pos[i];
+    const int64_t ea = A.pos[i + 1], eb = B.pos[i + 1];
+    while (pa < ea && pb < eb) {
+      const I a = A.crd[pa], b = B.crd[pb];
+      if (a < b) {
+        oc[q] = a;
+        ov[q++] = A.val[pa++];
+      } else if (b < a) {
+        oc[q] = b;
+        ov[q++] = B.val[pb++];
+      } else {
+        oc[q] = a;
+        ov[q++] = S::add(A.val[pa++], B.val[pb++]);
+      }
+    }
+    if (pa < ea) {
+      std::memcpy(oc + q, A.crd + pa, sizeof(I) * (ea - pa));
+      std::memcpy(ov + q, A.val + pa, sizeof(V) * (ea - pa));
+      q += ea - pa;
+    } else if (pb < eb) {
+      std::memcpy(oc + q, B.crd + pb, sizeof(I) * (eb - pb));
+      std::memcpy(ov + q, B.val + pb, sizeof(V) * (eb - pb));
+      q += eb - pb;
+    }
+    o.pos[i + 1] = q;
+  }
+  return finish(alloc, o, A.outer, A.inner, q, bound, vt);
+}
+
+// C(i,j) = mul(A(i,j), B(j,i)), B the original (untransposed) operand in CSR: B is
+// A.inner x A.outer. `gallop_fingers`: search forward from a per-row finger, else binary
+// search over the whole row.
+template <class S, class I, class V>
+Tensor search_mult_t(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt,
+                     bool gallop_fingers) {
+  require_same(A.outer, A.inner, B.inner, B.outer, "ewise_mult (B transposed)");
+  const int64_t bound = A.nnz();
+  auto o = alloc_out<I, V>(alloc, A.outer, A.inner, bound, vt);
+  int64_t q = 0;
+  I* oc = o.crd;
+  V* ov = o.val;
+  const int64_t* bp = B.pos;
+  const I* bc = B.crd;
+  const V* bv = B.val;
+  if (gallop_fingers) {
+    std::vector<int64_t> finger(bp, bp + B.outer);  // B.outer = A.inner
+    for (int64_t i = 0; i < A.outer; ++i) {
+      const I key = static_cast<I>(i);
+      for (int64_t p = A.pos[i], e = A.pos[i + 1]; p < e; ++p) {
+        const I j = A.crd[p];
+        const int64_t end = bp[j + 1];
+        int64_t f = gallop(bc, finger[j], end, key);
+        if (f < end && bc[f] == key) {
+          oc[q] = j;
+          ov[q++] = S::mul(A.val[p], bv[f]);
+          ++f;
+        }
+        finger[j] = f;
+      }
+      o.pos[i + 1] = q;
+    }
+  } else {
+    for (int64_t i = 0; i < A.outer; ++i) {
+      const I key = static_cast<I>(i);
+      for (int64_t p = A.pos[i], e = A.pos[i + 1]; p < e; ++p) {
+        const I j = A.crd[p];
+        const I* lo = bc + bp[j];
+        const I* hi = bc + bp[j + 1];
+        if (lo == hi || hi[-1] < key || *lo > key) continue;
+        // branch-free binary search
+        int64_t n = hi - lo;
+        while (n > 1) {
+          const int64_t half = n >> 1;
+          lo = lo[half - 1] < key ? lo + half : lo;
+          n -= half;
+        }
+        if (*lo < key) ++lo;
+        if (*lo == key) {
+          oc[q] = j;
+          ov[q++] = S::mul(A.val[p], bv[lo - bc]);
+        }
+      }
+      o.pos[i + 1] = q;
+    }
+  }
+  return finish(alloc, o, A.outer, A.inner, q, bound, vt);
+}
+
+}  // namespace sj::ewise

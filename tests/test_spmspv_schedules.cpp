@@ -1,0 +1,290 @@
+// SpMSpV and SpMV schedules, each forced through the C API, bit-identical to the reference
+// schedule on random inputs (all semirings, f32/f64/bool, i32/i64, sparse and dense output,
+// A given as CSR or CSC, transposed A) and on every real matrix in ../shared/data/matrices;
+// the CSC copy the push schedule makes is kept on A's handle and reused.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "capi/handles.hpp"
+#include "sparsejit/sparsejit.h"
+#include "src/derived_forms.hpp"
+#include "tests/random_matrices.hpp"
+#include "tests/test_util.hpp"
+
+namespace {
+
+using sj::test::Rng;
+
+struct Ctx {
+  sj_context* c = nullptr;
+  Ctx() { EXPECT_EQ(sj_context_create(nullptr, &c), SJ_OK); }
+  ~Ctx() { EXPECT_EQ(sj_context_destroy(c), SJ_OK) << sj_last_error_message(); }
+};
+struct H {
+  sj_tensor* t = nullptr;
+  H() = default;
+  H(const H&) = delete;
+  ~H() { sj_tensor_destroy(t); }
+};
+
+std::string msg() { return sj_last_error_message(); }
+
+template <class I> constexpr sj_index_type itype() { return sizeof(I) == 4 ? SJ_INDEX_INT32 : SJ_INDEX_INT64; }
+template <class V> constexpr sj_value_type vtype() {
+  return std::is_same_v<V, float> ? SJ_VALUE_F32 : std::is_same_v<V, double> ? SJ_VALUE_F64 : SJ_VALUE_BOOL;
+}
+
+// Bitwise equality of two results (structure, coordinates, value bits).
+::testing::AssertionResult same_bits(const sj::Tensor& a, const sj::Tensor& b) {
+  if (a.order != b.order || a.dims != b.dims || a.index_type != b.index_type || a.value_type != b.value_type)
+    return ::testing::AssertionFailure() << "shape/type: " << a.describe() << " vs " << b.describe();
+  const bool da = sj::is_dense(a), db = sj::is_dense(b);
+  if (da != db) return ::testing::AssertionFailure() << "dense vs sparse";
+  const size_t vs = sj::value_size(a.value_type);
+  if (da) {
+    int64_t n = 1;
+    for (int k = 0; k < a.order; ++k) n *= a.dims[k];
+    if (n && std::memcmp(a.values.data(), b.values.data(), vs * n) != 0)
+      return ::testing::AssertionFailure() << "dense values differ";
+    return ::testing::AssertionSuccess();
+  }
+  if (a.nnz() != b.nnz()) return ::testing::AssertionFailure() << "nnz " << a.nnz() << " vs " << b.nnz();
+  const int last = a.order - 1;
+  if (a.order == 2) {
+    const int64_t outer = a.level_dim(0) + 1;
+    if (std::memcmp(a.levels[1].pos.data(), b.levels[1].pos.data(), 8 * outer) != 0)
+      return ::testing::AssertionFailure() << "positions differ";
+  }
+  const size_t is = sj::index_size(a.index_type);
+  if (a.nnz() && std::memcmp(a.levels[last].crd.data(), b.levels[last].crd.data(), is * a.nnz()) != 0)
+    return ::testing::AssertionFailure() << "coordinates differ";
+  if (a.nnz() && std::memcmp(a.values.data(), b.values.data(), vs * a.nnz()) != 0)
+    return ::testing::AssertionFailure() << "values differ";
+  return ::testing::AssertionSuccess();
+}
+
+template <class I, class V> sj_tensor* csr_handle(sj_context* c, const sj::CsResult<I, V>& m) {
+  sj_tensor* h = nullptr;
+  EXPECT_EQ(sj_tensor_create_csr(c, m.outer, m.inner, itype<I>(), vtype<V>(), m.pos.data(), m.crd.data(), m.val.data(),
+                                 SJ_TENSOR_COPY, &h),
+            SJ_OK)
+      << msg();
+  return h;
+}
+template <class I, class V> sj_tensor* vec_handle(sj_context* c, const sj::SpVecResult<I, V>& x) {
+  sj_tensor* h = nullptr;
+  EXPECT_EQ(sj_tensor_create_sparse_vector(c, x.n, x.idx.size(), itype<I>(), vtype<V>(), x.idx.data(), x.val.data(),
+                                           SJ_TENSOR_COPY, &h),
+            SJ_OK)
+      << msg();
+  return h;
+}
+
+const sj_schedule kSpmspv[] = {SJ_SCHEDULE_PUSH, SJ_SCHEDULE_DENSIFY, SJ_SCHEDULE_SEARCH, SJ_SCHEDULE_INNER};
+
+// Every SpMSpV schedule (and auto) against the reference, sparse and dense output.
+void check_spmspv(sj_context* c, const sj_tensor* A, const sj_tensor* x, sj_semiring s, const std::string& where,
+                  bool transpose_a = false, bool with_inner = true) {
+  for (int dense = 0; dense < 2; ++dense) {
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.semiring = s;
+    o.dense_output = dense;
+    o.transpose_a = transpose_a;
+    o.schedule = SJ_SCHEDULE_REFERENCE;
+    H ref;
+    ASSERT_EQ(sj_spmspv(c, A, x, &o, &ref.t), SJ_OK) << where << ": " << msg();
+    for (sj_schedule sc : {SJ_SCHEDULE_AUTO, SJ_SCHEDULE_PUSH, SJ_SCHEDULE_DENSIFY, SJ_SCHEDULE_SEARCH, SJ_SCHEDULE_INNER}) {
+      if (sc == SJ_SCHEDULE_INNER && !with_inner) continue;
+      o.schedule = sc;
+      H got;
+      ASSERT_EQ(sj_spmspv(c, A, x, &o, &got.t), SJ_OK) << where << ": " << msg();
+      EXPECT_TRUE(same_bits(ref.t->t, got.t->t)) << where << " schedule " << sc << " dense " << dense;
+    }
+  }
+}
+
+template <class I, class V> void random_round(Rng& rng, int round) {
+  Ctx ctx;
+  std::vector<sj_semiring> semirings;
+  if (std::is_same_v<V, uint8_t>) semirings = {SJ_SEMIRING_OR_AND};
+  else semirings = {SJ_SEMIRING_PLUS_TIMES, SJ_SEMIRING_MIN_PLUS, SJ_SEMIRING_MAX_TIMES, SJ_SEMIRING_OR_AND, SJ_SEMIRING_PLUS_PAIR};
+  struct Shape {
+    int64_t m, n;
+  };
+  const Shape shapes[] = {{0, 5}, {5, 0}, {1, 1}, {7, 9}, {40, 33}, {120, 200}};
+  for (const Shape& sh : shapes) {
+    for (int kind = 0; kind < 3; ++kind) {
+      sj::CsResult<I, V> a;
+      const auto vals = rng.bernoulli(0.5) ? sj::test::Values::SmallInt : sj::test::Values::Real;
+      if (kind == 0) a = sj::test::random_matrix<I, V>(rng, sh.m, sh.n, vals);
+      else if (kind == 1) a = sj::test::random_power_law<I, V>(rng, sh.m, sh.n, 4.0, 1.3, {0.2, 0.1, vals});
+      else a = sj::test::random_uniform<I, V>(rng, sh.m, sh.n, 0.3, {0.4, 0, vals});
+      H A;
+      A.t = csr_handle(ctx.c, a);
+      for (double d : {0.0, 0.01, 0.2, 0.6, 1.0}) {
+        auto xv = sj::test::random_sparse_vector<I, V>(rng, sh.n, d, vals);
+        H x;
+        x.t = vec_handle(ctx.c, xv);
+        sj_semiring s = semirings[(round + kind) % semirings.size()];
+        std::string where = "round " + std::to_string(round) + " " + std::to_string(sh.m) + "x" +
+                            std::to_string(sh.n) + " kind " + std::to_string(kind) + " density " + std::to_string(d) +
+                            " semiring " + std::to_string(s);
+        check_spmspv(ctx.c, A.t, x.t, s, where);
+      }
+      // A given column-wise (the push reads it in place), and A^T from a CSR handle.
+      H Acsc;
+      ASSERT_EQ(sj_tensor_convert(ctx.c, A.t, SJ_FORMAT_CSC, nullptr, itype<I>(), &Acsc.t), SJ_OK) << msg();
+      auto xv = sj::test::random_sparse_vector<I, V>(rng, sh.n, 0.3, vals);
+      H x;
+      x.t = vec_handle(ctx.c, xv);
+      check_spmspv(ctx.c, Acsc.t, x.t, semirings[round % semirings.size()], "csc A");
+      auto xt = sj::test::random_sparse_vector<I, V>(rng, sh.m, 0.3, vals);
+      H xT;
+      xT.t = vec_handle(ctx.c, xt);
+      check_spmspv(ctx.c, A.t, xT.t, semirings[round % semirings.size()], "A^T", /*transpose_a=*/true);
+      check_spmspv(ctx.c, Acsc.t, xT.t, semirings[round % semirings.size()], "A^T from CSC", true);
+    }
+  }
+}
+
+TEST(SpmspvSchedules, EveryScheduleMatchesReferenceOnRandomInputs) {
+  Rng rng(77);
+  for (int round = 0; round < 3; ++round) {
+    random_round<int32_t, double>(rng, round);
+    random_round<int64_t, double>(rng, round);
+    random_round<int32_t, float>(rng, round);
+    random_round<int64_t, float>(rng, round);
+    random_round<int32_t, uint8_t>(rng, round);
+    random_round<int64_t, uint8_t>(rng, round);
+  }
+}
+
+TEST(SpmspvSchedules, MixedIndexTypesAndOutputIndexType) {
+  Ctx ctx;
+  Rng rng(5);
+  auto a = sj::test::random_uniform<int32_t, double>(rng, 50, 60, 0.1);
+  auto xv = sj::test::random_sparse_vector<int64_t, double>(rng, 60, 0.3);
+  H A, x;
+  A.t = csr_handle(ctx.c, a);
+  x.t = vec_handle(ctx.c, xv);
+  check_spmspv(ctx.c, A.t, x.t, SJ_SEMIRING_PLUS_TIMES, "i32 A, i64 x");
+  sj_op_options o;
+  sj_op_options_init(&o);
+  o.output_index_type = SJ_INDEX_INT32;
+  o.schedule = SJ_SCHEDULE_REFERENCE;
+  H ref;
+  ASSERT_EQ(sj_spmspv(ctx.c, A.t, x.t, &o, &ref.t), SJ_OK) << msg();
+  for (sj_schedule sc : kSpmspv) {
+    o.schedule = sc;
+    H got;
+    ASSERT_EQ(sj_spmspv(ctx.c, A.t, x.t, &o, &got.t), SJ_OK) << msg();
+    EXPECT_TRUE(same_bits(ref.t->t, got.t->t)) << "schedule " << sc;
+  }
+}
+
+TEST(SpmspvSchedules, SpmvGatherMatchesReference) {
+  Ctx ctx;
+  Rng rng(11);
+  for (int round = 0; round < 12; ++round) {
+    int64_t m = rng.uniform_int(0, 80), n = rng.uniform_int(0, 80);
+    auto a = sj::test::random_matrix<int32_t, double>(rng, m, n, sj::test::Values::SmallInt);
+    auto xd = sj::test::random_dense_vector<double>(rng, n, sj::test::Values::SmallInt);
+    H A, x;
+    A.t = csr_handle(ctx.c, a);
+    ASSERT_EQ(sj_tensor_create_dense(ctx.c, 1, &n, SJ_VALUE_F64, xd.data(), SJ_TENSOR_COPY, &x.t), SJ_OK) << msg();
+    for (sj_semiring s : {SJ_SEMIRING_PLUS_TIMES, SJ_SEMIRING_MIN_PLUS, SJ_SEMIRING_MAX_TIMES, SJ_SEMIRING_PLUS_PAIR}) {
+      sj_op_options o;
+      sj_op_options_init(&o);
+      o.semiring = s;
+      o.schedule = SJ_SCHEDULE_REFERENCE;
+      H ref, got, aut;
+      ASSERT_EQ(sj_spmv(ctx.c, A.t, x.t, &o, &ref.t), SJ_OK) << msg();
+      o.schedule = SJ_SCHEDULE_DENSIFY;
+      ASSERT_EQ(sj_spmv(ctx.c, A.t, x.t, &o, &got.t), SJ_OK) << msg();
+      EXPECT_TRUE(same_bits(ref.t->t, got.t->t));
+      o.schedule = SJ_SCHEDULE_AUTO;
+      ASSERT_EQ(sj_spmv(ctx.c, A.t, x.t, &o, &aut.t), SJ_OK) << msg();
+      EXPECT_TRUE(same_bits(ref.t->t, aut.t->t));
+    }
+  }
+}
+
+TEST(SpmspvSchedules, PushKeepsTheCscCopyOnTheHandle) {
+  Ctx ctx;
+  Rng rng(3);
+  auto a = sj::test::random_uniform<int32_t, double>(rng, 300, 200, 0.05);
+  auto xv = sj::test::random_sparse_vector<int32_t, double>(rng, 200, 0.1);
+  H A, x;
+  A.t = csr_handle(ctx.c, a);
+  x.t = vec_handle(ctx.c, xv);
+  sj_op_options o;
+  sj_op_options_init(&o);
+  o.schedule = SJ_SCHEDULE_PUSH;
+  auto forms = [&] {
+    std::lock_guard lock(A.t->t.derived->mutex);
+    return A.t->t.derived->forms.size();
+  };
+  auto csc_of = [&]() -> const void* {
+    std::lock_guard lock(A.t->t.derived->mutex);
+    for (auto& [k, t] : A.t->t.derived->forms)
+      if (k.rfind("csc-of-matrix/", 0) == 0) return t.levels[1].crd.data();
+    return nullptr;
+  };
+  ASSERT_TRUE(A.t->t.derived);
+  H y1, y2, y3;
+  ASSERT_EQ(sj_spmspv(ctx.c, A.t, x.t, &o, &y1.t), SJ_OK) << msg();
+  const size_t after_first = forms();
+  const void* copy = csc_of();
+  ASSERT_NE(copy, nullptr);
+  ASSERT_EQ(sj_spmspv(ctx.c, A.t, x.t, &o, &y2.t), SJ_OK) << msg();
+  o.schedule = SJ_SCHEDULE_AUTO;
+  ASSERT_EQ(sj_spmspv(ctx.c, A.t, x.t, &o, &y3.t), SJ_OK) << msg();
+  EXPECT_EQ(forms(), after_first);
+  EXPECT_EQ(csc_of(), copy);  // the same arrays: converted once
+  EXPECT_TRUE(same_bits(y1.t->t, y2.t->t));
+  EXPECT_TRUE(same_bits(y1.t->t, y3.t->t));
+  // Once cached (a repeated operand), auto chooses the push for a sparse x.
+  const sj_tensor* ops[2] = {A.t, x.t};
+  sj_plan* plan = nullptr;
+  ASSERT_EQ(sj_plan_create(ctx.c, SJ_OP_SPMSPV, ops, 2, &o, &plan), SJ_OK) << msg();
+  const char* ex = nullptr;
+  ASSERT_EQ(sj_plan_explain(plan, &ex), SJ_OK) << msg();
+  EXPECT_NE(std::string(ex).find("\"chosen\":\"push\""), std::string::npos) << ex;
+  sj_plan_destroy(plan);
+}
+
+TEST(SpmspvSchedules, EveryRealMatrix) {
+  auto files = sj::test::shared_matrices();
+  if (files.empty()) GTEST_SKIP() << "no ../shared/data/matrices";
+  Ctx ctx;
+  Rng rng(99);
+  for (auto& f : files) {
+    H A;
+    ASSERT_EQ(sj_tensor_read_file(ctx.c, f.c_str(), &A.t), SJ_OK) << f << ": " << msg();
+    const sj::Tensor& t = A.t->t;
+    if (t.order != 2) continue;
+    const int64_t n = t.dims[1], m = t.dims[0];
+    for (double d : {0.01, 0.1}) {
+      H x;
+      int64_t nx = 0;
+      // x typed like A (pattern matrices may read as bool).
+      auto make = [&](auto v) {
+        using V = decltype(v);
+        auto xv = sj::test::random_sparse_vector<int32_t, V>(rng, n, d);
+        nx = static_cast<int64_t>(xv.idx.size());
+        x.t = vec_handle(ctx.c, xv);
+      };
+      if (t.value_type == sj::ValueType::F64) make(double{});
+      else if (t.value_type == sj::ValueType::F32) make(float{});
+      else make(uint8_t{});
+      const bool with_inner = static_cast<double>(m) * static_cast<double>(nx) < 2e7;
+      const sj_semiring s = t.value_type == sj::ValueType::Bool ? SJ_SEMIRING_OR_AND : SJ_SEMIRING_PLUS_TIMES;
+      check_spmspv(ctx.c, A.t, x.t, s, f.filename().string(), false, with_inner);
+    }
+  }
+}
+
+}  // namespace
