@@ -9,7 +9,7 @@
 //              out  (sparse) = Cy*ny + min(Cs*ny*lg(ny), Cm*m);  (dense) = Cf*m + Cy*ny
 //              conv = (Cc*nnz(A) + Cr*(m+n)) * f when A has no CSC copy yet (none is cached
 //              on the handle and A is not given as CSC), f = 1 on the first SpMSpV use of
-//              the handle, 1/4 once the handle has been used before (a repeated operand: the
+//              the handle, 1/20 once the handle has been used before (a repeated operand: the
 //              copy is kept and pays back over the next calls), 0 when cached.
 //   densify  = K + Cd*nx + Cr*m + Cg*nnz(A) (+ Cf*m dense output)
 //   search   = K + Cr*m + Cb*m*s*(1 + lg(l/s)),  s = min(L, nx), l = max(L, nx)
@@ -33,7 +33,7 @@
 namespace sj {
 namespace {
 
-constexpr double K = 400, Cx = 2.0, Cp = 2.2, Cy = 1.5, Cs = 1.6, Cm = 0.35, Cf = 0.25, Cc = 6.0, Cr = 0.8,
+constexpr double K = 400, Cx = 2.0, Cp = 1.5, Cy = 1.0, Cs = 1.6, Cm = 0.35, Cf = 0.25, Cc = 6.0, Cr = 0.8,
                  Cd = 3.0, Cg = 1.4, Cb = 2.5, Cm2 = 1.3, Cg2 = 1.1;
 
 double lg(double v) { return std::log2(1.0 + std::max(0.0, v)); }
@@ -179,7 +179,7 @@ class Push final : public SpmspvSchedule {
       note += "; CSC copy cached on the handle";
     } else {
       const bool reused = uses_of(a, false) > 0;
-      conv = (Cc * f.nnz + Cr * (f.m + f.n)) * (reused ? 0.25 : 1.0);
+      conv = (Cc * f.nnz + Cr * (f.m + f.n)) * (reused ? 0.05 : 1.0);
       note += reused ? "; builds the CSC copy (repeated operand: amortised)" : "; builds a CSC copy";
     }
     return Costing::yes(K + Cx * f.nx + Cp * f.flops + out + conv, note);
