@@ -15,10 +15,11 @@
 //   search   = K + Cr*m + Cb*m*s*(1 + lg(l/s)),  s = min(L, nx), l = max(L, nx)
 //   inner    = K + Cr*m + Cm2*(nnz(A) + m*nx/2)   (a row's merge stops at its last column)
 //   SpMV densify (row gather, x dense) = K + Cr*m + Cg2*nnz(A)
-// Constants (ns) were fitted on this machine (2 shared cores, g++ 12 -O3) from the forced
-// timings of bench/bench_compare_spmspv_ewise.cpp (`--calibrate` prints per-schedule
-// time/feature ratios over the real and synthetic matrices): a least-squares-by-eye fit of
-// the per-entry terms on the large inputs and K on the small ones.
+// Constants (ns): first set from per-entry timings of the kernels on this machine (2 shared
+// cores, g++ 12 -O3), then adjusted by comparing the forced timings (f_push, f_densify,
+// f_search, f_inner columns of bench/bench_compare_spmspv_ewise, `--filter bcsstk --quick`)
+// with the planner's choice until it picked the fastest forced schedule on those inputs. A
+// least-squares fit over all inputs is still to do.
 #include <atomic>
 #include <cmath>
 
