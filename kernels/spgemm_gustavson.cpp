@@ -14,600 +14,51 @@
 #include "src/semiring.hpp"
 
 namespace sj {
+// Two builds of the same kernels; the BMI one is chosen at run time when the CPU has it.
+namespace spgemm_generic {
 namespace {
+#include "kernels/spgemm_gustavson_impl.hpp"
+}  // namespace
+}  // namespace spgemm_generic
 
-// ------------------------------------------------------------------------------------------
-// Workspaces, kept per thread and reused across rows and calls (grow only), so a call makes
-// no allocation besides its result. A slot keeps the accumulated value beside the stamp of
-// the row that last touched it: one cache line per random access, and no clearing between
-// rows (a stamp from an earlier row is always smaller than the current one).
+#pragma GCC push_options
+#pragma GCC target("popcnt,bmi,bmi2,lzcnt")
+namespace spgemm_bmi {
+namespace {
+#include "kernels/spgemm_gustavson_impl.hpp"
+}  // namespace
+}  // namespace spgemm_bmi
+#pragma GCC pop_options
 
-template <class V> struct Slot {
-  V v;
-  uint32_t m;
-};
-
-template <class V> struct DenseScratch {
-  std::vector<Slot<V>> slots;
-  uint32_t stamp = 0;
-
-  Slot<V>* ensure(int64_t cols) {
-    if (static_cast<int64_t>(slots.size()) < cols) slots.resize(static_cast<size_t>(cols), Slot<V>{V(0), 0});
-    return slots.data();
-  }
-  // `width` consecutive fresh stamps (the first is returned), all above every stored mark.
-  uint32_t next(uint32_t width = 1) {
-    if (stamp > std::numeric_limits<uint32_t>::max() - width - 1) {
-      for (auto& s : slots) s.m = 0;
-      stamp = 0;
-    }
-    const uint32_t s = stamp + 1;
-    stamp += width;
-    return s;
-  }
-  // Very large workspaces are not kept after the call.
-  void trim() {
-    if (slots.size() * sizeof(Slot<V>) > (size_t(64) << 20)) {
-      std::vector<Slot<V>>().swap(slots);
-      stamp = 0;
-    }
-  }
-};
-
-template <class V> DenseScratch<V>& dense_scratch() {
-  thread_local DenseScratch<V> s;
-  return s;
+namespace {
+bool cpu_has_bmi() {
+  static const bool yes = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi") &&
+                          __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt");
+  return yes;
 }
-
-struct MarkScratch {
-  std::vector<uint32_t> marks;
-  uint32_t stamp = 0;
-  uint32_t* ensure(int64_t n) {
-    if (static_cast<int64_t>(marks.size()) < n) marks.resize(static_cast<size_t>(n), 0);
-    return marks.data();
-  }
-  uint32_t next() {
-    if (stamp == std::numeric_limits<uint32_t>::max() - 1) {
-      std::fill(marks.begin(), marks.end(), 0u);
-      stamp = 0;
-    }
-    return ++stamp;
-  }
-  void trim() {
-    if (marks.size() * sizeof(uint32_t) > (size_t(64) << 20)) {
-      std::vector<uint32_t>().swap(marks);
-      stamp = 0;
-    }
-  }
-};
-
-MarkScratch& mark_scratch() {
-  thread_local MarkScratch s;
-  return s;
-}
-
-template <class I, class V> struct HashScratch {
-  std::vector<I> keys;  // -1 = empty; kept all-empty between rows
-  std::vector<V> vals;
-  I* ensure(size_t cap) {
-    if (keys.size() < cap) {
-      keys.assign(cap, I(-1));
-      vals.resize(cap);
-    }
-    return keys.data();
-  }
-  void trim() {
-    if (keys.size() * (sizeof(I) + sizeof(V)) > (size_t(64) << 20)) {
-      std::vector<I>().swap(keys);
-      std::vector<V>().swap(vals);
-    }
-  }
-};
-
-template <class I, class V> HashScratch<I, V>& hash_scratch() {
-  thread_local HashScratch<I, V> s;
-  return s;
-}
-
-// ------------------------------------------------------------------------------------------
-// Sorting a row's column list.
-
-template <class I> inline void insertion_sort(I* a, int64_t n) {
-  for (int64_t i = 1; i < n; ++i) {
-    const I x = a[i];
-    int64_t j = i - 1;
-    while (j >= 0 && a[j] > x) {
-      a[j + 1] = a[j];
-      --j;
-    }
-    a[j + 1] = x;
-  }
-}
-
-// Scanning the accumulator range [lo, hi] costs about kScanPerColumn of a sort's
-// per-entry-per-level cost; scan when that is the cheaper (measured on this machine).
-constexpr double kScanPerColumn = 0.25;
-
-inline bool scan_is_cheaper(int64_t n, int64_t range) {
-  const double lg = static_cast<double>(std::bit_width(static_cast<uint64_t>(n)));
-  return kScanPerColumn * static_cast<double>(range) <= static_cast<double>(n) * lg;
-}
-
-// ------------------------------------------------------------------------------------------
-// Row kernels shared by both accumulators: rows of A with one or two entries need none.
-
-template <class S, class I, class V>
-inline int64_t row_one(const CsView<I, V>& B, V a, int64_t k, I* __restrict oc, V* __restrict ov) {
-  const int64_t b0 = B.pos[k], n = B.pos[k + 1] - b0;
-  const I* __restrict bc = B.crd + b0;
-  const V* __restrict bv = B.val + b0;
-  std::memcpy(oc, bc, sizeof(I) * static_cast<size_t>(n));
-  for (int64_t t = 0; t < n; ++t) ov[t] = S::mul(a, bv[t]);
-  return n;
-}
-
-// Two sorted rows of B merged; equal columns add A's first product to its second (k order).
-template <class S, class I, class V>
-inline int64_t row_two(const CsView<I, V>& B, V a1, int64_t k1, V a2, int64_t k2, I* __restrict oc,
-                       V* __restrict ov) {
-  int64_t p = B.pos[k1], pe = B.pos[k1 + 1], q = B.pos[k2], qe = B.pos[k2 + 1];
-  const I* bc = B.crd;
-  const V* bv = B.val;
-  int64_t n = 0;
-  while (p < pe && q < qe) {
-    const I j1 = bc[p], j2 = bc[q];
-    if (j1 < j2) {
-      oc[n] = j1;
-      ov[n++] = S::mul(a1, bv[p++]);
-    } else if (j2 < j1) {
-      oc[n] = j2;
-      ov[n++] = S::mul(a2, bv[q++]);
-    } else {
-      oc[n] = j1;
-      ov[n++] = S::add(S::mul(a1, bv[p++]), S::mul(a2, bv[q++]));
-    }
-  }
-  for (; p < pe; ++p) {
-    oc[n] = bc[p];
-    ov[n++] = S::mul(a1, bv[p]);
-  }
-  for (; q < qe; ++q) {
-    oc[n] = bc[q];
-    ov[n++] = S::mul(a2, bv[q]);
-  }
-  return n;
-}
-
-template <class I, class V> inline int64_t count_two(const CsView<I, V>& B, int64_t k1, int64_t k2) {
-  int64_t p = B.pos[k1], pe = B.pos[k1 + 1], q = B.pos[k2], qe = B.pos[k2 + 1];
-  int64_t same = 0;
-  while (p < pe && q < qe) {
-    const I j1 = B.crd[p], j2 = B.crd[q];
-    same += j1 == j2;
-    p += j1 <= j2;
-    q += j2 <= j1;
-  }
-  return (B.pos[k1 + 1] - B.pos[k1]) + (B.pos[k2 + 1] - B.pos[k2]) - same;
-}
-
-// ------------------------------------------------------------------------------------------
-// Dense accumulator.
-
-template <class S, class I, class V> struct DenseAcc {
-  Slot<V>* w;
-  int64_t cols;
-
-  // Writes row i of C to oc/ov (sorted), returns its length.
-  int64_t row(const CsView<I, V>& A, const CsView<I, V>& B, int64_t i, I* __restrict oc, V* __restrict ov,
-              DenseScratch<V>& ws) const {
-    const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
-    if (a1 - a0 == 1) return row_one<S>(B, A.val[a0], A.crd[a0], oc, ov);
-    if (a1 - a0 == 2) return row_two<S>(B, A.val[a0], A.crd[a0], A.val[a0 + 1], A.crd[a0 + 1], oc, ov);
-    const uint32_t st = ws.next();
-    Slot<V>* __restrict w = this->w;
-    int64_t n = 0;
-    for (int64_t pa = a0; pa < a1; ++pa) {
-      const V a = A.val[pa];
-      const int64_t k = A.crd[pa];
-      const I* __restrict bc = B.crd;
-      const V* __restrict bv = B.val;
-      for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) {
-        const I j = bc[pb];
-        const V p = S::mul(a, bv[pb]);
-        Slot<V>& s = w[j];
-        if (s.m != st) {
-          s.m = st;
-          s.v = p;
-          oc[n++] = j;
-        } else {
-          s.v = S::add(s.v, p);
-        }
-      }
-    }
-    finish(oc, ov, n, st);
-    return n;
-  }
-
-  void finish(I* __restrict oc, V* __restrict ov, int64_t n, uint32_t st) const {
-    const Slot<V>* __restrict w = this->w;
-    if (n <= 32) {
-      insertion_sort(oc, n);
-    } else {
-      I lo = oc[0], hi = oc[0];
-      for (int64_t t = 1; t < n; ++t) {
-        lo = std::min(lo, oc[t]);
-        hi = std::max(hi, oc[t]);
-      }
-      if (scan_is_cheaper(n, static_cast<int64_t>(hi) - lo + 1)) {
-        int64_t m = 0;
-        for (int64_t j = lo; j <= hi; ++j) {
-          if (w[j].m == st) {
-            oc[m] = static_cast<I>(j);
-            ov[m++] = w[j].v;
-          }
-        }
-        return;
-      }
-      std::sort(oc, oc + n);
-    }
-    for (int64_t t = 0; t < n; ++t) ov[t] = w[oc[t]].v;
-  }
-
-  // Number of distinct columns of row i (the symbolic pass).
-  int64_t count(const CsView<I, V>& A, const CsView<I, V>& B, int64_t i, DenseScratch<V>& ws) const {
-    const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
-    if (a1 - a0 == 1) return B.pos[A.crd[a0] + 1] - B.pos[A.crd[a0]];
-    if (a1 - a0 == 2) return count_two(B, A.crd[a0], A.crd[a0 + 1]);
-    const uint32_t st = ws.next();
-    Slot<V>* __restrict w = this->w;
-    int64_t n = 0;
-    for (int64_t pa = a0; pa < a1; ++pa) {
-      const int64_t k = A.crd[pa];
-      for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) {
-        Slot<V>& s = w[B.crd[pb]];
-        n += s.m != st;
-        s.m = st;
-      }
-    }
-    return n;
-  }
-};
-
-// ------------------------------------------------------------------------------------------
-// Hash accumulator: a per-row open-addressing table of 2^b >= 2 * min(row flops, cols) slots
-// (load <= 1/2), linear probing, Fibonacci hashing; the table is cleared after each row, which
-// costs O(its size) = O(row flops).
-
-template <class I> inline uint64_t hash_slot(I j, int shift) {
-  return (static_cast<uint64_t>(j) * 0x9E3779B97F4A7C15ull) >> shift;
-}
-
-template <class S, class I, class V> struct HashAcc {
-  int64_t cols;
-
-  int64_t row(const CsView<I, V>& A, const CsView<I, V>& B, int64_t i, I* __restrict oc, V* __restrict ov,
-              HashScratch<I, V>& ws) const {
-    const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
-    if (a1 - a0 == 1) return row_one<S>(B, A.val[a0], A.crd[a0], oc, ov);
-    if (a1 - a0 == 2) return row_two<S>(B, A.val[a0], A.crd[a0], A.val[a0 + 1], A.crd[a0 + 1], oc, ov);
-    int64_t flops = 0;
-    for (int64_t pa = a0; pa < a1; ++pa) flops += B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]];
-    if (flops == 0) return 0;
-    const uint64_t cap = std::bit_ceil(static_cast<uint64_t>(2 * std::min(flops, cols)));
-    const int shift = 64 - std::countr_zero(cap);
-    const uint64_t mask = cap - 1;
-    I* __restrict keys = ws.ensure(cap);
-    V* __restrict vals = ws.vals.data();
-    int64_t n = 0;
-    for (int64_t pa = a0; pa < a1; ++pa) {
-      const V a = A.val[pa];
-      const int64_t k = A.crd[pa];
-      for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) {
-        const I j = B.crd[pb];
-        const V p = S::mul(a, B.val[pb]);
-        uint64_t h = hash_slot(j, shift);
-        while (true) {
-          const I key = keys[h];
-          if (key == j) {
-            vals[h] = S::add(vals[h], p);
-            break;
-          }
-          if (key == I(-1)) {
-            keys[h] = j;
-            vals[h] = p;
-            oc[n++] = j;
-            break;
-          }
-          h = (h + 1) & mask;
-        }
-      }
-    }
-    if (n <= 32) insertion_sort(oc, n);
-    else std::sort(oc, oc + n);
-    for (int64_t t = 0; t < n; ++t) {
-      const I j = oc[t];
-      uint64_t h = hash_slot(j, shift);
-      while (keys[h] != j) h = (h + 1) & mask;
-      ov[t] = vals[h];
-    }
-    std::fill_n(keys, cap, I(-1));
-    return n;
-  }
-};
-
-// ------------------------------------------------------------------------------------------
-// Drivers.
-
-// Per-row upper bounds min(row flops, cols), summed; the largest row flop count in *max_flops.
-template <class I, class V>
-int64_t output_upper_bound(const CsView<I, V>& A, const CsView<I, V>& B, int64_t* max_flops) {
-  int64_t total = 0, mx = 0;
-  const int64_t cols = B.inner;
-  for (int64_t i = 0; i < A.outer; ++i) {
-    int64_t f = 0;
-    for (int64_t pa = A.pos[i], pe = A.pos[i + 1]; pa < pe; ++pa) f += B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]];
-    mx = std::max(mx, f);
-    total += std::min(f, cols);
-  }
-  *max_flops = mx;
-  return total;
-}
-
-bool use_upper_bound(int64_t ub, int entry_bytes, const Allocator& alloc) {
-  if (ub > std::numeric_limits<int64_t>::max() / 16) return false;
-  const int64_t bytes = ub * entry_bytes;
-  if (alloc.memory_cap() != 0 && static_cast<uint64_t>(bytes) > alloc.memory_cap() / 2) return false;
-  return bytes <= kUpperBoundBytes;
-}
-
-template <class S, class I, class V, class Acc, class Scratch>
-Tensor sparse_product(const CsView<I, V>& A, const CsView<I, V>& B, const Acc& acc, Scratch& ws,
-                      const Allocator& alloc, ValueType vt) {
-  const int64_t rows = A.outer, cols = B.inner;
-  const IndexType it = sizeof(I) == 4 ? IndexType::I32 : IndexType::I64;
-  int64_t max_flops = 0;
-  const int64_t ub = output_upper_bound(A, B, &max_flops);
-  if (use_upper_bound(ub, sizeof(I) + sizeof(V), alloc)) {
-    Tensor C = make_compressed_matrix(alloc, true, rows, cols, ub, it, vt);
-    int64_t* pos = C.levels[1].pos.as_mut<int64_t>();
-    I* crd = C.levels[1].crd.as_mut<I>();
-    V* val = C.values.as_mut<V>();
-    int64_t nz = 0;
-    pos[0] = 0;
-    for (int64_t i = 0; i < rows; ++i) {
-      if (A.pos[i] != A.pos[i + 1]) nz += acc.row(A, B, i, crd + nz, val + nz, ws);
-      pos[i + 1] = nz;
-    }
-    return C;
-  }
-  // Large output: count first, then fill arrays of the exact size.
-  std::vector<int64_t> counts(static_cast<size_t>(rows) + 1, 0);
-  {
-    auto& ds = dense_scratch<V>();
-    DenseAcc<S, I, V> counter{ds.ensure(cols), cols};
-    for (int64_t i = 0; i < rows; ++i)
-      counts[i + 1] = counts[i] + (A.pos[i] == A.pos[i + 1] ? 0 : counter.count(A, B, i, ds));
-  }
-  const int64_t nnz = counts[rows];
-  Tensor C = make_compressed_matrix(alloc, true, rows, cols, nnz, it, vt);
-  int64_t* pos = C.levels[1].pos.as_mut<int64_t>();
-  std::memcpy(pos, counts.data(), sizeof(int64_t) * (static_cast<size_t>(rows) + 1));
-  I* crd = C.levels[1].crd.as_mut<I>();
-  V* val = C.values.as_mut<V>();
-  for (int64_t i = 0; i < rows; ++i)
-    if (pos[i] != pos[i + 1]) acc.row(A, B, i, crd + pos[i], val + pos[i], ws);
-  return C;
-}
-
-template <class S, class I, class V>
-void dense_product(const CsView<I, V>& A, const CsView<I, V>& B, V* __restrict C) {
-  const int64_t rows = A.outer, cols = B.inner;
-  std::fill_n(C, rows * cols, S::zero());
-  auto& ms = mark_scratch();
-  uint32_t* __restrict mark = ms.ensure(cols);
-  for (int64_t i = 0; i < rows; ++i) {
-    V* __restrict Ci = C + i * cols;
-    const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
-    if (a1 - a0 == 1) {
-      const V a = A.val[a0];
-      const int64_t k = A.crd[a0];
-      for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) Ci[B.crd[pb]] = S::mul(a, B.val[pb]);
-      continue;
-    }
-    if (a1 == a0) continue;
-    const uint32_t st = ms.next();
-    mark = ms.marks.data();
-    for (int64_t pa = a0; pa < a1; ++pa) {
-      const V a = A.val[pa];
-      const int64_t k = A.crd[pa];
-      for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) {
-        const I j = B.crd[pb];
-        const V p = S::mul(a, B.val[pb]);
-        if (mark[j] != st) {
-          mark[j] = st;
-          Ci[j] = p;
-        } else {
-          Ci[j] = S::add(Ci[j], p);
-        }
-      }
-    }
-  }
-  ms.trim();
-}
-
-void check_dims(const Tensor& A, const Tensor& B) {
-  if (A.dims[1] != B.dims[0])
-    fail(SJ_ERR_SHAPE_MISMATCH, "spgemm: A is ", A.dims[0], "x", A.dims[1], " but B is ", B.dims[0], "x",
-         B.dims[1]);
-}
-
-template <class S, class I, class V>
-Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumulator kind, const Allocator& alloc) {
-  const auto A = cs_view<I, V>(At);
-  const auto B = cs_view<I, V>(Bt);
-  if (dense) {
-    int64_t dims[2] = {A.outer, B.inner};
-    Tensor C = make_dense(alloc, 2, dims, At.value_type);
-    dense_product<S>(A, B, C.values.as_mut<V>());
-    return C;
-  }
-  if (kind == SpgemmAccumulator::Dense) {
-    auto& ws = dense_scratch<V>();
-    DenseAcc<S, I, V> acc{ws.ensure(B.inner), B.inner};
-    Tensor C = sparse_product<S>(A, B, acc, ws, alloc, At.value_type);
-    ws.trim();
-    return C;
-  }
-  auto& ws = hash_scratch<I, V>();
-  HashAcc<S, I, V> acc{B.inner};
-  Tensor C = sparse_product<S>(A, B, acc, ws, alloc, At.value_type);
-  ws.trim();
-  dense_scratch<V>().trim();  // used by the count pass of large products
-  return C;
-}
-
-// ------------------------------------------------------------------------------------------
-// Masked products.
-
-template <class I> CsView<I, uint8_t> mask_view(const Tensor& M) {
-  CsView<I, uint8_t> v;
-  v.outer = M.dims[0];
-  v.inner = M.dims[1];
-  v.pos = M.levels[1].pos.as<int64_t>();
-  v.crd = M.levels[1].crd.as<I>();
-  return v;
-}
-
-template <class S, class I, class V>
-Tensor masked_saxpy_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, const Allocator& alloc) {
-  const auto M = mask_view<I>(Mt);
-  const auto A = cs_view<I, V>(At);
-  const auto B = cs_view<I, V>(Bt);
-  const int64_t rows = A.outer, cols = B.inner;
-  const IndexType it = sizeof(I) == 4 ? IndexType::I32 : IndexType::I64;
-  Tensor C = make_compressed_matrix(alloc, true, rows, cols, M.nnz(), it, At.value_type);
-  int64_t* pos = C.levels[1].pos.as_mut<int64_t>();
-  I* __restrict crd = C.levels[1].crd.as_mut<I>();
-  V* __restrict val = C.values.as_mut<V>();
-  auto& ws = dense_scratch<V>();
-  Slot<V>* __restrict w = ws.ensure(cols);
-  int64_t nz = 0;
-  pos[0] = 0;
-  for (int64_t i = 0; i < rows; ++i) {
-    const int64_t m0 = M.pos[i], m1 = M.pos[i + 1], a0 = A.pos[i], a1 = A.pos[i + 1];
-    if (m0 != m1 && a0 != a1) {
-      const uint32_t allowed = ws.next(2), seen = allowed + 1;
-      w = ws.slots.data();
-      for (int64_t pm = m0; pm < m1; ++pm) w[M.crd[pm]].m = allowed;
-      for (int64_t pa = a0; pa < a1; ++pa) {
-        const V a = A.val[pa];
-        const int64_t k = A.crd[pa];
-        for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) {
-          Slot<V>& s = w[B.crd[pb]];
-          if (s.m == allowed) {
-            s.m = seen;
-            s.v = S::mul(a, B.val[pb]);
-          } else if (s.m == seen) {
-            s.v = S::add(s.v, S::mul(a, B.val[pb]));
-          }
-        }
-      }
-      for (int64_t pm = m0; pm < m1; ++pm) {
-        const I j = M.crd[pm];
-        if (w[j].m == seen) {
-          crd[nz] = j;
-          val[nz++] = w[j].v;
-        }
-      }
-    }
-    pos[i + 1] = nz;
-  }
-  ws.trim();
-  return C;
-}
-
-template <class S, class I, class V>
-Tensor masked_dot_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, const Allocator& alloc) {
-  const auto M = mask_view<I>(Mt);
-  const auto A = cs_view<I, V>(At);
-  const auto B = cs_view<I, V>(Bt);  // CSC: outer = columns of B
-  const int64_t rows = A.outer, cols = B.outer;
-  const IndexType it = sizeof(I) == 4 ? IndexType::I32 : IndexType::I64;
-  Tensor C = make_compressed_matrix(alloc, true, rows, cols, M.nnz(), it, At.value_type);
-  int64_t* pos = C.levels[1].pos.as_mut<int64_t>();
-  I* __restrict crd = C.levels[1].crd.as_mut<I>();
-  V* __restrict val = C.values.as_mut<V>();
-  int64_t nz = 0;
-  pos[0] = 0;
-  for (int64_t i = 0; i < rows; ++i) {
-    const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
-    if (a0 != a1) {
-      const I afirst = A.crd[a0], alast = A.crd[a1 - 1];
-      for (int64_t pm = M.pos[i], me = M.pos[i + 1]; pm < me; ++pm) {
-        const I j = M.crd[pm];
-        int64_t q = B.pos[j];
-        const int64_t qe = B.pos[j + 1];
-        if (q == qe || B.crd[q] > alast || B.crd[qe - 1] < afirst) continue;
-        int64_t p = a0;
-        // First product.
-        bool found = false;
-        V acc{};
-        while (p < a1 && q < qe) {
-          const I ka = A.crd[p], kb = B.crd[q];
-          if (ka == kb) {
-            acc = S::mul(A.val[p++], B.val[q++]);
-            found = true;
-            break;
-          }
-          p += ka < kb;
-          q += kb < ka;
-        }
-        if (!found) continue;
-        while (p < a1 && q < qe) {
-          const I ka = A.crd[p], kb = B.crd[q];
-          if (ka == kb) {
-            acc = S::add(acc, S::mul(A.val[p++], B.val[q++]));
-          } else {
-            p += ka < kb;
-            q += kb < ka;
-          }
-        }
-        crd[nz] = j;
-        val[nz++] = acc;
-      }
-    }
-    pos[i + 1] = nz;
-  }
-  return C;
-}
-
-template <class F> decltype(auto) with_kernel_types(const Tensor& t, sj_semiring s, F&& f) {
-  return with_types(t.index_type, t.value_type, [&](auto i, auto v) {
-    using I = decltype(i);
-    using V = decltype(v);
-    if constexpr (std::is_same_v<V, uint8_t>) {
-      return f(OrAnd<V>{}, i, v);  // bool values serve only or-and (check_request refuses the rest)
-    } else {
-      return with_semiring<V>(s, [&](auto sr) { return f(sr, i, v); });
-    }
-  });
-}
-
 }  // namespace
 
 Tensor spgemm_gustavson(const Tensor& A, const Tensor& B, sj_semiring semiring, bool dense_output,
                         SpgemmAccumulator acc, const Allocator& alloc) {
-  check_dims(A, B);
-  return with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
-    return spgemm_typed<decltype(s), decltype(i), decltype(v)>(A, B, dense_output, acc, alloc);
+  spgemm_generic::check_dims(A, B);
+  if (cpu_has_bmi())
+    return spgemm_bmi::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
+      return spgemm_bmi::spgemm_typed<decltype(s), decltype(i), decltype(v)>(A, B, dense_output, acc, alloc);
+    });
+  return spgemm_generic::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
+    return spgemm_generic::spgemm_typed<decltype(s), decltype(i), decltype(v)>(A, B, dense_output, acc, alloc);
   });
 }
 
 Tensor masked_spgemm_saxpy(const Tensor& M, const Tensor& A, const Tensor& B, sj_semiring semiring,
                            const Allocator& alloc) {
-  check_dims(A, B);
-  return with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
-    return masked_saxpy_typed<decltype(s), decltype(i), decltype(v)>(M, A, B, alloc);
+  spgemm_generic::check_dims(A, B);
+  if (cpu_has_bmi())
+    return spgemm_bmi::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
+      return spgemm_bmi::masked_saxpy_typed<decltype(s), decltype(i), decltype(v)>(M, A, B, alloc);
+    });
+  return spgemm_generic::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
+    return spgemm_generic::masked_saxpy_typed<decltype(s), decltype(i), decltype(v)>(M, A, B, alloc);
   });
 }
 
@@ -616,8 +67,12 @@ Tensor masked_spgemm_dot(const Tensor& M, const Tensor& A, const Tensor& Bcsc, s
   if (A.dims[1] != Bcsc.dims[0])
     fail(SJ_ERR_SHAPE_MISMATCH, "spgemm: A is ", A.dims[0], "x", A.dims[1], " but B is ", Bcsc.dims[0], "x",
          Bcsc.dims[1]);
-  return with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
-    return masked_dot_typed<decltype(s), decltype(i), decltype(v)>(M, A, Bcsc, alloc);
+  if (cpu_has_bmi())
+    return spgemm_bmi::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
+      return spgemm_bmi::masked_dot_typed<decltype(s), decltype(i), decltype(v)>(M, A, Bcsc, alloc);
+    });
+  return spgemm_generic::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
+    return spgemm_generic::masked_dot_typed<decltype(s), decltype(i), decltype(v)>(M, A, Bcsc, alloc);
   });
 }
 
