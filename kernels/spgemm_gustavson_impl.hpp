@@ -402,7 +402,7 @@ int64_t output_upper_bound(const CsView<I, V>& A, const CsView<I, V>& B, int64_t
       hi = std::max<int64_t>(hi, B.crd[b1 - 1]);
     }
     mx = std::max(mx, f);
-    total += std::min(f, hi - lo + 1);
+    if (f > 0) total += std::min(f, hi - lo + 1);
   }
   *max_flops = mx;
   return total;
