@@ -77,7 +77,7 @@ template <class I, class V> void* fast_kernel(const CoiterConfig& cfg, jit::Coit
     if (s.index == IndexType::I64 && s.width > 8) s.width = 8;
     jit::CoiterKernel k = jit::compile_coiter(s);
     if (!k.generated) return nullptr;
-    *min_fast = cfg.min_fast >= 0 ? cfg.min_fast : k.spec.width;
+    *min_fast = cfg.min_fast >= 0 ? cfg.min_fast : 2 * int64_t(k.spec.width);
     return k.fn;
   }
 }
@@ -97,7 +97,8 @@ template <class S, class I, class V> struct Dotter {
                             V* out) const {
     if (trim) {
       if (disjoint(ac, na, bc, nb)) return 0;
-      trim_pair(ac, av, na, bc, bv, nb);
+      // Short pairs go straight to the scalar merge: trimming them costs more than it saves.
+      if (std::min(na, nb) >= min_fast) trim_pair(ac, av, na, bc, bv, nb);
     }
     if (std::min(na, nb) >= min_fast) return fast(ac, av, na, bc, bv, nb, out);
     return coiter_dot_portable<I, V, S, false>(ac, av, na, bc, bv, nb, out);
@@ -120,9 +121,11 @@ template <class S, class I, class V> struct Emitter {
   inline int64_t count(const I* ac, int64_t na, const I* bc, int64_t nb) const {
     if (trim) {
       if (disjoint(ac, na, bc, nb)) return 0;
-      int64_t sa, sb;
-      trim_range(ac, sa, na, bc, sb, nb);
-      ac += sa, bc += sb;
+      if (std::min(na, nb) >= min_fast_count) {
+        int64_t sa, sb;
+        trim_range(ac, sa, na, bc, sb, nb);
+        ac += sa, bc += sb;
+      }
     }
     if (std::min(na, nb) >= min_fast_count) return fast_count(ac, na, bc, nb);
     return coiter_count_portable<I>(ac, na, bc, nb);
@@ -131,7 +134,7 @@ template <class S, class I, class V> struct Emitter {
                       V* ov) const {
     if (trim) {
       if (disjoint(ac, na, bc, nb)) return 0;
-      trim_pair(ac, av, na, bc, bv, nb);
+      if (std::min(na, nb) >= min_fast) trim_pair(ac, av, na, bc, bv, nb);
     }
     if (std::min(na, nb) >= min_fast) return fast(ac, av, na, bc, bv, nb, oc, ov);
     return coiter_emit_portable<I, V, S>(ac, av, na, bc, bv, nb, oc, ov);
@@ -144,12 +147,6 @@ int64_t checked_elements(int64_t rows, int64_t cols) {
   return rows * cols;
 }
 
-// A non-empty column of B with its coordinate range, packed for the sweep over columns.
-template <class I> struct Column {
-  int64_t p, n;
-  I first, last, j;
-};
-
 template <class S, class I, class V>
 Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg, sj_semiring semiring,
                     bool dense_output, const Allocator& alloc) {
@@ -157,20 +154,18 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg,
   const auto B = cs_view<I, V>(Bt);  // CSC: outer = columns of B
   const int64_t rows = A.outer, cols = B.outer;
   const Dotter<S, I, V> dot(cfg, semiring);
-  std::vector<Column<I>> columns;
-  for (int64_t j = 0; j < cols; ++j) {
-    const int64_t p = B.pos[j], n = B.pos[j + 1] - p;
-    if (n > 0) columns.push_back({p, n, B.crd[p], B.crd[p + n - 1], static_cast<I>(j)});
-  }
+  // Sweep every column straight from B's arrays (a packed table of non-empty columns was
+  // slower on short-segment matrices: more bytes per column than pos + crd).
   auto sweep_row = [&](int64_t i, auto&& store) {
     const int64_t a0 = A.pos[i], na = A.pos[i + 1] - a0;
     if (na == 0) return;
     const I* ac = A.crd + a0;
     const V* av = A.val + a0;
     const I afirst = ac[0], alast = ac[na - 1];
-    for (const Column<I>& c : columns) {
-      if (dot.trim && (c.last < afirst || c.first > alast)) continue;
-      store(c.j, [&](V* out) { return dot(ac, av, na, B.crd + c.p, B.val + c.p, c.n, out); });
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t p = B.pos[j], n = B.pos[j + 1] - p;
+      if (n == 0 || (dot.trim && (B.crd[p + n - 1] < afirst || B.crd[p] > alast))) continue;
+      store(static_cast<I>(j), [&](V* out) { return dot(ac, av, na, B.crd + p, B.val + p, n, out); });
     }
   };
   const ValueType vt = value_of<V>() == ValueType::Bool ? At.value_type : value_of<V>();
@@ -437,7 +432,7 @@ std::string describe(const CoiterConfig& cfg) {
   jit::CoiterSpec s = jit::effective_spec(cfg.spec);
   std::string out = cat("n", int(s.width), " p", jit::phase_mask_string(s.phases), " ", jit::to_string(s.method),
                         " isa=", jit::isa_name(s.isa), ", fast lane at min(na,nb) >= ",
-                        cfg.min_fast >= 0 ? cfg.min_fast : int64_t(s.width));
+                        cfg.min_fast >= 0 ? cfg.min_fast : 2 * int64_t(s.width));
   if (cfg.trim) out += ", disjoint pairs skipped, segments trimmed to the overlap";
   return out;
 }

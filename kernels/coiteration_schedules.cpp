@@ -10,7 +10,7 @@
 //           + Cdense*rA*cB                    [dense output: filling the result]
 //
 //   Ccrd = 0.25 ns per coordinate stepped over when the chosen kernel's fast lane runs
-//   (min(lA, lB) >= n, generated code), else 1.0 (the scalar merge); Cpair = 2 ns (call,
+//   (min(lA, lB) >= 2n, generated code), else 1.0 (the scalar merge); Cpair = 2 ns (call,
 //   overlap test, trimming). Gustavson (kernels/spgemm_schedules.cpp) costs ~1.6-4 ns per
 //   multiply (F = flops). For a uniform n x n matrix of density d, F = n^3 d^2 while the dot
 //   sweep steps over 2 n^3 d coordinates, so `inner` wins only when d is large (d > ~0.3)
@@ -69,7 +69,7 @@ class InnerSpgemm final : public ScheduleImpl {
     const kernels::CoiterConfig cfg = config_for(in.req, in.prepared.index_type, in.prepared.value_type, lA, lB);
     const jit::CoiterSpec eff = jit::effective_spec(cfg.spec);
     const bool simd = in.prepared.value_type != ValueType::Bool && eff.isa != SJ_ISA_SCALAR &&
-                      std::min(lA, lB) >= eff.width;
+                      std::min(lA, lB) >= 2.0 * eff.width;
     const double pairs = static_cast<double>(a.rows) * static_cast<double>(b.cols);
     double t = kC0 + (csc_given(in.req) ? 0 : kFlip * static_cast<double>(b.nnz + b.cols)) +
                pairs * (kPair + (simd ? kCrdSimd : kCrdScalar) * (lA + lB));
