@@ -14,7 +14,9 @@
 #include "src/semiring.hpp"
 
 namespace sj {
-// Two builds of the same kernels; the BMI one is chosen at run time when the CPU has it.
+// Two builds of the same kernels; the BMI/AVX2 one (no FMA: it would change the rounding of
+// a*b+c, and results must match the reference bit for bit) is chosen at run time when the
+// CPU has it.
 namespace spgemm_generic {
 namespace {
 #include "kernels/spgemm_gustavson_impl.hpp"
@@ -22,7 +24,7 @@ namespace {
 }  // namespace spgemm_generic
 
 #pragma GCC push_options
-#pragma GCC target("popcnt,bmi,bmi2,lzcnt")
+#pragma GCC target("popcnt,bmi,bmi2,lzcnt,avx2")
 namespace spgemm_bmi {
 namespace {
 #include "kernels/spgemm_gustavson_impl.hpp"
@@ -33,7 +35,8 @@ namespace {
 namespace {
 bool cpu_has_bmi() {
   static const bool yes = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi") &&
-                          __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt");
+                          __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt") &&
+                          __builtin_cpu_supports("avx2");
   return yes;
 }
 }  // namespace
