@@ -309,7 +309,7 @@ TEST(CoiterDrivers, SpecRule) {
 }
 
 // Every real matrix: A*A^T (dense when small, else sparse), masked by A when square, A*x,
-// A .* A^T (A .* A when rectangular). SpGEMM is limited to rows*rows <= 600k dots (dense output <= 200k) to keep the suite short under ASan.
+// A .* A^T (A .* A when rectangular). SpGEMM is limited to rows*rows <= 300k dots (dense output <= 100k) to keep the suite short under ASan.
 TEST(CoiterDrivers, RealMatrices) {
   auto files = sj::test::shared_matrices();
   if (files.empty()) GTEST_SKIP() << "no ../shared/data/matrices";
@@ -331,9 +331,9 @@ TEST(CoiterDrivers, RealMatrices) {
     const std::string name = f.filename().string();
     // References once per matrix.
     Tensor ref_sparse, ref_dense, ref_masked;
-    if (dots <= 6e5) {
+    if (dots <= 3e5) {
       ref_sparse = tensor(sj::ref::spgemm<S>(av, atv));
-      if (dots <= 2e5) {
+      if (dots <= 1e5) {
         std::vector<double> d(static_cast<size_t>(dots));
         sj::ref::spgemm_dense<S>(av, atv, d.data());
         ref_dense = dense_tensor(2, A.dims[0], A.dims[0], sj::ValueType::F64, d.data());
