@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SpGEMM against CXSparse (unsorted output), Eigen and GraphBLAS: builds bench_compare_spgemm,
+# runs it over ../shared/data/matrices and the synthetic matrices, and prints one table: per
+# matrix the steady-state times (ms, median), ours / fastest peer, ours / each peer, and the
+# geometric means. Single thread. Takes ~5-10 minutes (less with --no-large).
+#
+#   scripts/bench-spgemm.sh [--no-large] [--filter SUBSTR]   (extra arguments go to the bench)
+#   BUILD=/tmp/build-spgemm   build folder (configured Release if new)
+#   TSV=file                  reuse a previous raw output instead of running
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+build="${BUILD:-/tmp/build-spgemm}"
+raw="${TSV:-}"
+if [[ -z "$raw" ]]; then
+  if [[ ! -f "$build/CMakeCache.txt" ]]; then
+    cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  fi
+  cmake --build "$build" -j2 --target bench_compare_spgemm >/dev/null
+  raw="$(mktemp /tmp/bench-spgemm.XXXXXX.tsv)"
+  "$build/bench/bench_compare_spgemm" "$@" | tee "$raw" >&2
+  echo "raw results: $raw" >&2
+fi
+python3 - "$raw" <<'EOF'
+import math, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+head, data = rows[0], rows[1:]
+col = {n: i for i, n in enumerate(head)}
+peers = [("cxsparse_ms", "CXSparse"), ("eigen_ms", "Eigen"), ("graphblas_ms", "GraphBLAS")]
+def num(x):
+    try:
+        v = float(x)
+        return v if v > 0 and not math.isnan(v) else None
+    except ValueError:
+        return None
+print(f"{'matrix':22} {'flops':>10} {'out nnz':>9} {'schedule':16} {'ours 1st':>9} {'ours':>9} "
+      f"{'CXSparse':>9} {'Eigen':>9} {'GraphBLAS':>9} {'ours/best':>9} {'/CX':>6} {'/Eig':>6} {'/GrB':>6}  check")
+logs = {"best": [], "cxsparse_ms": [], "eigen_ms": [], "graphblas_ms": [], "first": []}
+wins = 0
+bad = 0
+for r in data:
+    ours = num(r[col["ours_ms"]]); first = num(r[col["ours_first_ms"]])
+    p = {k: num(r[col[k]]) for k, _ in peers}
+    avail = [v for v in p.values() if v]
+    best = min(avail) if avail else None
+    ratio = ours / best if ours and best else None
+    if ratio:
+        logs["best"].append(math.log(ratio)); wins += ratio < 1
+    for k, _ in peers:
+        if ours and p[k]: logs[k].append(math.log(ours / p[k]))
+    if ours and first: logs["first"].append(math.log(first / ours))
+    if r[col["checksums"]] != "equal": bad += 1
+    f = lambda v: f"{v:9.4f}" if v else f"{'-':>9}"
+    g = lambda k: f"{ours / p[k]:6.2f}" if ours and p[k] else f"{'-':>6}"
+    print(f"{r[0]:22} {int(r[col['flops']]):>10} {int(r[col['out_nnz']]):>9} {r[col['chosen']]:16} {f(first)} {f(ours)} "
+          f"{f(p['cxsparse_ms'])} {f(p['eigen_ms'])} {f(p['graphblas_ms'])} {ratio if ratio else float('nan'):9.3f} "
+          f"{g('cxsparse_ms')} {g('eigen_ms')} {g('graphblas_ms')}  {r[col['checksums']]}")
+gm = lambda xs: math.exp(sum(xs) / len(xs)) if xs else float("nan")
+n = len(logs["best"])
+print()
+print(f"geometric mean over {n} matrices, ours / fastest peer: {gm(logs['best']):.3f}  "
+      f"(speed-up {1 / gm(logs['best']):.3f}x; target >= 1.2x; ours fastest on {wins} of {n})")
+for k, name in peers:
+    if logs[k]:
+        print(f"  ours / {name:9}: {gm(logs[k]):.3f}  (speed-up {1 / gm(logs[k]):.3f}x)")
+print(f"  first call / steady state (ours): {gm(logs['first']):.2f}")
+print(f"  checksum or nnz mismatches: {bad}")
+EOF
