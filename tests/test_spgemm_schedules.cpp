@@ -166,9 +166,9 @@ TEST(SpgemmSchedules, LongRowsBandedAndWide) {
   Rng rng(505);
   auto banded = sj::test::random_banded<int32_t, double>(rng, 600, 600, 40, 40, 0.6);
   auto dense_ish = sj::test::random_uniform<int32_t, double>(rng, 80, 300, 0.5);
-  auto wide = sj::test::random_uniform<int32_t, double>(rng, 50, 200000, 0.0005);
-  auto wideT = sj::test::random_uniform<int32_t, double>(rng, 200000, 50, 0.0005);
-  auto pl = sj::test::random_power_law<int32_t, double>(rng, 2000, 2000, 12.0, 1.3);
+  auto wide = sj::test::random_uniform<int32_t, double>(rng, 50, 60000, 0.0015);
+  auto wideT = sj::test::random_uniform<int32_t, double>(rng, 60000, 50, 0.0015);
+  auto pl = sj::test::random_power_law<int32_t, double>(rng, 1000, 1000, 8.0, 1.5);
   Tensor Bd = tensor(banded), D = tensor(dense_ish), W = tensor(wide), Wt = tensor(wideT), P = tensor(pl);
   Tensor Dt = sj::transpose(D, sj::default_allocator());
   check_spgemm(Bd, Bd, options(), "banded");
