@@ -121,6 +121,16 @@ SJ_API sj_status sj_plan_explain(sj_plan* plan, const char** json) {
   });
 }
 
+SJ_API sj_status sj_plan_explain_text(sj_plan* plan, const char** text) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(text, "text");
+    std::lock_guard lock(plan->explain_mutex);
+    plan->explain_plain = plan->plan->explain_text();
+    *text = plan->explain_plain.c_str();
+  });
+}
+
 SJ_API sj_status sj_plan_destroy(sj_plan* plan) {
   return guarded([&] {
     if (!plan) return;

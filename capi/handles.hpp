@@ -25,7 +25,8 @@ struct sj_plan {
   sj_context* ctx = nullptr;
   std::unique_ptr<sj::Plan> plan;
   std::mutex explain_mutex;
-  std::string explain_text;
+  std::string explain_text;   // JSON
+  std::string explain_plain;  // readable text
 };
 
 namespace sj::capi {

@@ -11,7 +11,10 @@
 
 #include "jit/coiter_emitter.hpp"
 #include "jit/isa.hpp"
+#include "cache/kernel_cache.hpp"
+#include "cache/kernel_key.hpp"
 #include "kernels/coiter_portable.hpp"
+#include "src/logging.hpp"
 #include "src/error.hpp"
 
 namespace sj::jit {
@@ -56,8 +59,7 @@ CoiterSpec effective_spec(const CoiterSpec& in) {
 struct CoiterJit::Impl {
   asmjit::JitAllocator::CreateParams params = wx_params();
   asmjit::JitRuntime runtime{&params};
-  std::mutex mutex;
-  std::unordered_map<uint64_t, CoiterKernel> kernels;
+  std::mutex mutex;  // guards the runtime (generate and release)
 
   // Generates the kernel; on any failure returns false with a reason.
   bool generate(const CoiterSpec& spec, void** fn, std::string* why) {
@@ -102,38 +104,53 @@ CoiterJit& CoiterJit::global() {
 
 void CoiterJit::force_codegen_failure_for_testing(bool on) { g_force_failure.store(on); }
 
-CoiterKernel CoiterJit::compile(const CoiterSpec& requested) {
-  validate(requested);
-  CoiterSpec spec = effective_spec(requested);
-  uint64_t key = spec.pack();
-  bool forced = g_force_failure.load();
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (!forced) {
-    auto it = impl_->kernels.find(key);
-    if (it != impl_->kernels.end()) {
-      CoiterKernel k = it->second;
-      k.codegen_us = 0;
-      return k;
-    }
-  }
+// Generates (or falls back to the portable kernel) without consulting any cache.
+CoiterKernel CoiterJit::build_uncached(const CoiterSpec& spec) {
   CoiterKernel k;
   k.spec = spec;
   if (spec.isa != SJ_ISA_SCALAR) {
     auto t0 = std::chrono::steady_clock::now();
     std::string why;
     void* fn = nullptr;
-    if (impl_->generate(spec, &fn, &why)) {
+    bool ok;
+    {
+      std::lock_guard<std::mutex> lock(impl_->mutex);
+      ok = impl_->generate(spec, &fn, &why);
+    }
+    if (ok) {
       k.fn = fn;
       k.generated = true;
       k.codegen_us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     } else if (!g_failure_logged.exchange(true)) {
-      spdlog::warn("sparsejit: code generation failed for '{}' ({}); using the portable kernel",
-                   spec.to_string(), why);
+      global_logger().warn("code generation failed for '{}' ({}); using the portable kernel", spec.to_string(), why);
     }
   }
   if (!k.fn) k.fn = kernels::coiter_portable_fn(spec);
-  if (!forced) impl_->kernels.emplace(key, k);
+  return k;
+}
+
+CoiterKernel CoiterJit::compile(const CoiterSpec& requested) {
+  validate(requested);
+  CoiterSpec spec = effective_spec(requested);
+  // The test hook's failures must not be remembered as the kernel for this spec.
+  if (g_force_failure.load()) return build_uncached(spec);
+  Impl* impl = impl_.get();
+  auto r = cache::KernelCache::global().get_or_build(cache::KernelKey::for_coiter(spec), [&] {
+    auto* built = new CoiterKernel(build_uncached(spec));
+    return std::shared_ptr<const void>(built, [impl](const void* p) {
+      auto* k = static_cast<const CoiterKernel*>(p);
+      if (k->generated) {
+        std::lock_guard<std::mutex> lock(impl->mutex);
+        impl->runtime.release(k->fn);
+      }
+      delete k;
+    });
+  });
+  CoiterKernel k = *static_cast<const CoiterKernel*>(r.value.get());
+  k.owner = r.value;
+  k.from_cache = r.source == cache::KernelSource::Memory;
+  if (k.from_cache) k.codegen_us = 0;
   return k;
 }
 

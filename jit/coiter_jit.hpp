@@ -1,6 +1,7 @@
 // compile(spec) -> a coiteration kernel with the C ABI of jit/coiter_spec.hpp. Owns the
 // asmjit runtime (code pages are never writable and executable at once: dual mapping).
-// Thread-safe; kernels are memoised by spec and live until the CoiterJit is destroyed.
+// Thread-safe; kernels are memoised in the process-wide KernelCache (bounded LRU,
+// single-flight) under their KernelKey, and released when evicted and no longer held.
 // A code-generation failure is never a failed call: it falls back to the portable kernel
 // (kernels/coiter_portable.hpp) and logs once.
 #pragma once
@@ -16,6 +17,10 @@ struct CoiterKernel {
   void* fn = nullptr;      // never null
   bool generated = false;  // false: the portable kernel (scalar ISA or fallback)
   double codegen_us = 0;   // time spent generating (0 when memoised or portable)
+  bool from_cache = false; // found in the process-wide kernel cache (cache/kernel_cache.hpp)
+  // Keeps the code alive: the kernel cache may evict the entry, but the code is released only
+  // when the last copy of this kernel is gone. Keep the CoiterKernel while calling fn.
+  std::shared_ptr<const void> owner;
 
   template <class I, class V> CoiterDotFn<I, V> dot() const {
     return reinterpret_cast<CoiterDotFn<I, V>>(fn);
@@ -51,6 +56,7 @@ class CoiterJit {
   static void force_codegen_failure_for_testing(bool on);
 
  private:
+  CoiterKernel build_uncached(const CoiterSpec& spec);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -1,7 +1,10 @@
 #include "src/context.hpp"
 
+#include <cstdlib>
 #include <thread>
 
+#include "cache/kernel_cache.hpp"
+#include "cache/persistent_store.hpp"
 #include "src/logging.hpp"
 
 namespace sj {
@@ -12,6 +15,15 @@ Context::Context(const sj_config& c)
   if (c.cache_dir) cache_dir = c.cache_dir;
   config.cache_dir = nullptr;  // the copy above owns the text
   allocator.set_memory_cap(c.memory_cap_bytes);
+  if (c.kernel_cache_capacity) cache::KernelCache::global().set_capacity(c.kernel_cache_capacity);
+  // An explicitly named cache folder is checked now, so an unsafe one fails creation.
+  if (!c.disable_disk_cache && (!cache_dir.empty() || std::getenv("SPARSEJIT_CACHE_DIR"))) (void)store();
+}
+
+std::shared_ptr<cache::PersistentStore> Context::store() const {
+  if (config.disable_disk_cache) return nullptr;
+  std::call_once(store_once_, [&] { store_ = cache::PersistentStore::open(cache_dir, logger); });
+  return store_;
 }
 
 }  // namespace sj

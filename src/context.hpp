@@ -3,12 +3,17 @@
 // creation, so concurrent use needs no lock).
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "spdlog/logger.h"
 #include "src/allocator.hpp"
 
 namespace sj {
+
+namespace cache {
+class PersistentStore;
+}
 
 struct Context {
   explicit Context(const sj_config& config);
@@ -18,6 +23,16 @@ struct Context {
   std::shared_ptr<spdlog::logger> logger;
   int threads = 1;
   std::string cache_dir;
+
+  // The persistent store (plan and calibration decisions; LLVM objects later), or null when
+  // disabled. A folder named by the config or SPARSEJIT_CACHE_DIR is checked when the context
+  // is created (an unsafe one fails creation with SJ_ERR_CACHE); the default folder under
+  // ~/.cache is opened on first use, so contexts that never store create nothing.
+  std::shared_ptr<cache::PersistentStore> store() const;
+
+ private:
+  mutable std::once_flag store_once_;
+  mutable std::shared_ptr<cache::PersistentStore> store_;
 };
 
 }  // namespace sj

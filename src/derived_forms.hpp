@@ -2,6 +2,7 @@
 // the tensor handle so repeated calls on the same operand convert once. Sound because a
 // handle's arrays must not change while it lives (see the header's zero-copy rule).
 #pragma once
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -14,6 +15,22 @@ namespace sj {
 struct DerivedForms {
   std::mutex mutex;
   std::vector<std::pair<std::string, Tensor>> forms;
+  std::vector<std::pair<std::string, std::shared_ptr<const void>>> facts;  // e.g. statistics
+
+  // A fact about the tensor (statistics, counts), computed once by `make` -> T.
+  template <class T, class Make> std::shared_ptr<const T> fact(const std::string& key, Make&& make) {
+    {
+      std::lock_guard lock(mutex);
+      for (auto& [k, v] : facts)
+        if (k == key) return std::static_pointer_cast<const T>(v);
+    }
+    auto made = std::make_shared<const T>(make());
+    std::lock_guard lock(mutex);
+    for (auto& [k, v] : facts)
+      if (k == key) return std::static_pointer_cast<const T>(v);
+    facts.emplace_back(key, made);
+    return made;
+  }
 
   // The form named `key`, made by `make` on first use (outside the lock, so two threads may
   // both build it; the first stored wins and both results are equal).

@@ -1,8 +1,11 @@
 #include "src/plan.hpp"
 
 #include <chrono>
+#include <cstdio>
 
+#include "cache/kernel_cache.hpp"
 #include "kernels/schedule.hpp"
+#include "src/derived_forms.hpp"
 #include "src/error.hpp"
 #include "src/inspect.hpp"
 #include "src/json_writer.hpp"
@@ -40,35 +43,36 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
   // Inspect: the kernel forms of the operands (kept with their handles for later calls),
   // statistics of each matrix, and for SpGEMM the exact multiply count.
   PreparedOperands prepared = prepare(req, ctx_.allocator);
-  std::vector<MatrixStats> stats;
-  JsonWriter w;
-  w.begin_array();
+  // Statistics are facts about an operand: computed once per handle and reused by later calls.
   for (size_t i = 0; i < req.operands.size(); ++i) {
     const Tensor& t = prepared.operands[i];
-    w.begin_object().field("name", operand_label(op_, i)).field("given", req.operands[i].describe());
+    given_.push_back(req.operands[i].describe());
     MatrixStats s;
     if (t.order == 2 && is_csr(t)) {
-      s = matrix_stats(t, /*with_bandwidth=*/false);
-      w.key("stats");
-      write_json(w, s);
+      auto compute = [&] { return matrix_stats(t, /*with_bandwidth=*/false); };
+      const Tensor& src = req.operands[i];
+      bool transposed = (i == 0 && op_ != SJ_OP_SPGEMM_MASKED && options_.transpose_a) ||
+                        (op_ == SJ_OP_SPGEMM_MASKED && i == 1 && options_.transpose_a) ||
+                        (op_ == SJ_OP_SPGEMM_MASKED && i == 2 && options_.transpose_b) ||
+                        (op_ != SJ_OP_SPGEMM_MASKED && i == 1 && options_.transpose_b);
+      s = src.derived ? *src.derived->fact<MatrixStats>(transposed ? "stats/transposed" : "stats", compute) : compute();
     } else {
       s.rows = 0;
       s.nnz = t.nnz();
       s.cols = t.dims[0];
-      w.field("nnz", s.nnz);
     }
-    stats.push_back(s);
-    w.end_object();
+    stats_.push_back(s);
   }
-  w.end_array();
-  stats_json_ = w.str();
   double flops = -1;
-  if (op_ == SJ_OP_SPGEMM) flops = static_cast<double>(spgemm_flops(prepared.operands[0], prepared.operands[1]));
-  if (op_ == SJ_OP_SPGEMM_MASKED) flops = static_cast<double>(spgemm_flops(prepared.operands[1], prepared.operands[2]));
+  if (op_ == SJ_OP_SPGEMM || op_ == SJ_OP_SPGEMM_MASKED) {
+    const size_t a = op_ == SJ_OP_SPGEMM ? 0 : 1;
+    flops = static_cast<double>(spgemm_flops(prepared.operands[a], prepared.operands[a + 1]));
+  }
+  flops_ = flops;
   inspect_ms_ = ms_since(t0);
 
   // Cost every schedule of this operation; a forced one must be able to serve.
-  PlanInputs in{req, prepared, stats, flops, ctx_};
+  PlanInputs in{req, prepared, stats_, flops, ctx_};
   std::vector<const ScheduleImpl*> impls;
   for (const ScheduleImpl* s : all_schedules()) {
     if (s->op() != op_) continue;
@@ -136,7 +140,19 @@ std::string Plan::explain() const {
       .field("transpose_a", options_.transpose_a != 0)
       .field("transpose_b", options_.transpose_b != 0)
       .end_object();
-  w.key("operands").raw(stats_json_);
+  w.key("operands").begin_array();
+  for (size_t i = 0; i < stats_.size(); ++i) {
+    w.begin_object().field("name", operand_label(op_, i)).field("given", given_[i]);
+    if (stats_[i].rows > 0 || signatures_[i].order == 2) {
+      w.key("stats");
+      write_json(w, stats_[i]);
+    } else {
+      w.field("nnz", stats_[i].nnz);
+    }
+    w.end_object();
+  }
+  w.end_array();
+  if (flops_ >= 0) w.field("flops", flops_);
   w.key("candidates").begin_array();
   for (auto& c : candidates_)
     w.begin_object().field("schedule", to_string(c.schedule)).field("estimated_cost", c.estimated_cost)
@@ -144,12 +160,52 @@ std::string Plan::explain() const {
   w.end_array();
   w.field("chosen", to_string(chosen_));
   w.key("kernel").begin_object().field("source", kernel_source_).field("build_ms", build_ms_).end_object();
+  w.key("kernel_cache").raw(cache::KernelCache::global().stats().to_json());
   w.key("timings_ms").begin_object().field("inspect", inspect_ms_).field("plan", plan_ms_)
       .field("first_execute", first_execute_ms_.load())
       .field("last_execute", last_execute_ms_.load())
       .field("executions", executions_.load()).end_object();
   w.end_object();
   return w.str();
+}
+
+}  // namespace sj
+
+namespace sj {
+
+std::string Plan::explain_text() const {
+  std::string out = cat("plan for ", to_string(op_), " (semiring ", to_string(options_.semiring), ", schedule requested ",
+                        to_string(options_.schedule), ")\n");
+  for (size_t i = 0; i < stats_.size(); ++i) {
+    out += cat("  ", operand_label(op_, i), ": ", given_[i], "\n");
+    const MatrixStats& s = stats_[i];
+    if (signatures_[i].order != 2) continue;
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "     rows %lld, row length mean %.2f stddev %.2f p50 %lld p90 %lld p99 %lld max %lld, empty %lld\n",
+                  (long long)s.rows, s.row_mean, s.row_stddev, (long long)s.row_p50, (long long)s.row_p90,
+                  (long long)s.row_p99, (long long)s.row_max, (long long)s.empty_rows);
+    out += line;
+  }
+  if (flops_ >= 0) out += cat("  multiplies (flops): ", static_cast<int64_t>(flops_), "\n");
+  out += "  candidates:\n";
+  for (const Candidate& c : candidates_) {
+    char line[512];
+    if (c.applicable)
+      std::snprintf(line, sizeof line, "    %s %-16s %14.0f ns  %s\n", c.schedule == chosen_ ? "*" : " ",
+                    std::string(to_string(c.schedule)).c_str(), c.estimated_cost, c.note.c_str());
+    else
+      std::snprintf(line, sizeof line, "      %-16s %14s     %s\n", std::string(to_string(c.schedule)).c_str(),
+                    "cannot serve", c.note.c_str());
+    out += line;
+  }
+  char tail[512];
+  std::snprintf(tail, sizeof tail,
+                "  chosen: %s; kernel from %s (%.3f ms to build)\n"
+                "  times: inspect %.3f ms, plan %.3f ms, first execute %.3f ms, last execute %.3f ms, %lld executions\n",
+                std::string(to_string(chosen_)).c_str(), kernel_source_.c_str(), build_ms_, inspect_ms_, plan_ms_,
+                first_execute_ms_.load(), last_execute_ms_.load(), static_cast<long long>(executions_.load()));
+  return out + tail;
 }
 
 }  // namespace sj

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/convert.hpp"
+#include "src/inspect.hpp"
 #include "src/operation.hpp"
 
 #include <memory>
@@ -45,6 +46,8 @@ class Plan {
 
   // The explain JSON (statistics, candidates, choice, timings).
   std::string explain() const;
+  // The same, as readable text.
+  std::string explain_text() const;
 
   sj_schedule schedule() const { return chosen_; }
   sj_op op() const { return op_; }
@@ -61,7 +64,9 @@ class Plan {
   std::shared_ptr<const void> state_;  // the chosen schedule's per-plan state
   std::string kernel_source_ = "built-in";
   double build_ms_ = 0;
-  std::string stats_json_;  // the inspector's findings, as JSON
+  std::vector<MatrixStats> stats_;  // the inspector's findings per operand
+  std::vector<std::string> given_;  // each operand as the caller gave it (describe())
+  double flops_ = -1;
   double inspect_ms_ = 0;
   double plan_ms_ = 0;
   std::atomic<int64_t> executions_{0};

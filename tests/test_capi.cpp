@@ -499,6 +499,12 @@ TEST(CApi, PlansExecuteRepeatedlyAndExplain) {
   EXPECT_NE(j.find("\"chosen\":"), std::string::npos) << j;
   EXPECT_NE(j.find("\"candidates\":"), std::string::npos) << j;
   EXPECT_NE(j.find("\"executions\":2"), std::string::npos) << j;
+  const char* text = nullptr;
+  ASSERT_EQ(sj_plan_explain_text(plan, &text), SJ_OK);
+  std::string tx = text;
+  EXPECT_NE(tx.find("plan for spgemm"), std::string::npos) << tx;
+  EXPECT_NE(tx.find("chosen: "), std::string::npos) << tx;
+  EXPECT_NE(tx.find("multiplies (flops): 129443"), std::string::npos) << tx;
   // An operand of another shape is refused.
   T other;
   ASSERT_EQ(sj_tensor_read_file(ctx.c, sj::test::repo_data("west0479.mtx").c_str(), &other.t), SJ_OK);
@@ -547,6 +553,33 @@ TEST(CApi, SpgemmOnEveryRealMatrixMatchesIndependentProduct) {
       EXPECT_NEAR(got.values[e], w, 1e-12 * (1 + std::abs(w))) << f << " entry " << e;
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CApi, UnsafeCacheFolderIsRefusedAtContextCreation) {
+  auto dir = std::filesystem::temp_directory_path() / ("sj_cache_unsafe_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::all);  // 0777: anyone may plant entries
+  sj_config cfg;
+  sj_config_init(&cfg);
+  std::string d = dir.string();
+  cfg.cache_dir = d.c_str();
+  sj_context* c = reinterpret_cast<sj_context*>(0x77);
+  EXPECT_EQ(sj_context_create(&cfg, &c), SJ_ERR_CACHE);
+  EXPECT_NE(msg().find("writable by"), std::string::npos) << msg();
+  EXPECT_EQ(c, reinterpret_cast<sj_context*>(0x77));
+  // The same folder made private is accepted; disabling the disk cache skips the check.
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+  ASSERT_EQ(sj_context_create(&cfg, &c), SJ_OK) << msg();
+  sj_context_destroy(c);
+  std::filesystem::permissions(dir, std::filesystem::perms::all);
+  cfg.disable_disk_cache = 1;
+  ASSERT_EQ(sj_context_create(&cfg, &c), SJ_OK) << msg();
+  sj_context_destroy(c);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

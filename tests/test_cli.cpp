@@ -43,6 +43,13 @@ TEST(Cli, RunPrintsChoiceAndTimings) {
   EXPECT_NE(r.out.find("first call"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("median"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("nnz 55175"), std::string::npos) << r.out;
+  r = run_cli("run spgemm " + repo("cage8.mtx") + " --repeat 1 --explain");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("candidates:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("* "), std::string::npos) << "the chosen candidate is marked: " << r.out;
+  r = run_cli("run spgemm " + repo("cage8.mtx") + " --repeat 1 --explain-json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("\"candidates\":["), std::string::npos) << r.out;
 }
 
 TEST(Cli, CsvIsOneLineWithTheDocumentedColumns) {

@@ -330,7 +330,9 @@ TEST(Coiter, NoPageIsWritableAndExecutable) {
   EXPECT_EQ(rwx, 0);
 }
 
-TEST(Coiter, MemoisedAndFast) {
+// A second compile of the same spec is a kernel-cache hit: same code, no generation time.
+// (Code-generation speed is measured in bench/bench_coiter.cpp, not asserted here.)
+TEST(Coiter, Memoised) {
   CoiterSpec s;
   s.width = 8;
   s.semiring = SJ_SEMIRING_MIN_PLUS;
@@ -338,7 +340,9 @@ TEST(Coiter, MemoisedAndFast) {
   CoiterKernel first = compile_coiter(s);
   CoiterKernel second = compile_coiter(s);
   EXPECT_EQ(first.fn, second.fn);
-  if (first.generated) EXPECT_LT(first.codegen_us, 20000.0);  // generous: sanitizer builds
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_EQ(second.codegen_us, 0.0);
+  EXPECT_TRUE(second.owner != nullptr);
 }
 
 TEST(Coiter, SpecTextAndParsing) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sparsejit/sparsejit.h"
+#include "tools/cache_command.hpp"
 #include "src/convert.hpp"
 #include "src/inspect.hpp"
 #include "src/operation.hpp"
@@ -44,12 +45,14 @@ const char* kUsage = R"(usage:
     --vector-width N       coiteration SIMD width (4, 8, 16)
     --phases MASK          coiteration phase mask, e.g. 001
     --method NAME          coiteration block compare: auto | broadcast | rotate | native
-    --explain              print the plan's explanation (JSON)
+    --explain              print the plan's explanation (readable text)
+    --explain-json         print the plan's explanation as JSON (what sj_plan_explain returns)
     --output FILE.mtx      write the result
     --csv                  print exactly one CSV line:
                            op,matrix,schedule,vector_width,threads,median_ms,min_ms,nnz_out,checksum,first_call_ms
   sparsejit inspect A.mtx  format and sparsity statistics
   sparsejit convert IN OUT [--transpose]   .mtx <-> .tns (and transpose)
+  sparsejit cache list|verify|clear [--dir D]   the persistent kernel/plan cache
 )";
 
 struct Failure {
@@ -74,7 +77,7 @@ double now_ms() {
 
 struct RunArgs {
   std::string op, a_path, b_path, x_path, mask_path, output;
-  bool transpose_b = false, dense_out = false, explain = false, csv = false;
+  bool transpose_b = false, dense_out = false, explain = false, explain_json = false, csv = false;
   double x_density = 0.01;
   uint64_t seed = 1;
   int repeat = 10, threads = 0, vector_width = 0;
@@ -102,6 +105,7 @@ RunArgs parse_run(int argc, char** argv) {
     if (f == "--transpose-b") a.transpose_b = true;
     else if (f == "--dense-out") a.dense_out = true;
     else if (f == "--explain") a.explain = true;
+    else if (f == "--explain-json") a.explain_json = true;
     else if (f == "--csv") a.csv = true;
     else if (f == "--x") a.x_path = value();
     else if (f == "--mask") a.mask_path = value();
@@ -322,7 +326,12 @@ int run(int argc, char** argv) {
                   static_cast<long long>(ci.dims[0]), static_cast<long long>(ci.order == 2 ? ci.dims[1] : 1),
                   static_cast<long long>(ci.nnz), sum);
     }
-    if (a.explain) std::printf("%s\n", json);
+    if (a.explain) {
+      const char* text = nullptr;
+      check(sj_plan_explain_text(plan, &text), "explain");
+      std::printf("%s", text);
+    }
+    if (a.explain_json) std::printf("%s\n", json);
     if (!a.output.empty()) check(sj_tensor_write_file(ctx, C.t, a.output.c_str()), a.output.c_str());
   }
   return 0;
@@ -368,6 +377,7 @@ int main(int argc, char** argv) {
     if (cmd == "run") return run(argc, argv);
     if (cmd == "inspect") return inspect(argc, argv);
     if (cmd == "convert") return convert(argc, argv);
+    if (cmd == "cache") return run_cache_command(argc, argv);
     usage_error("unknown command '" + cmd + "'");
   } catch (const Failure& f) {
     return f.code;

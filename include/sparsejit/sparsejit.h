@@ -29,6 +29,14 @@
 extern "C" {
 #endif
 
+/* In C++ the enums get a fixed underlying type (int, as in C), so any value a C caller passes
+ * is representable and can be checked instead of being undefined behaviour. */
+#ifdef __cplusplus
+#define SJ_ENUM(name) enum name : int
+#else
+#define SJ_ENUM(name) enum name
+#endif
+
 #if defined(SPARSEJIT_BUILDING)
 #define SJ_API __attribute__((visibility("default")))
 #else
@@ -39,7 +47,7 @@ extern "C" {
 /* Status codes                                                                               */
 /* ------------------------------------------------------------------------------------------ */
 
-typedef enum sj_status {
+typedef SJ_ENUM(sj_status) {
   SJ_OK = 0,
   SJ_ERR_NULL_POINTER = 1,     /* a required pointer argument or handle was NULL */
   SJ_ERR_INVALID_ARGUMENT = 2, /* an argument is out of its range or an unknown name */
@@ -71,18 +79,18 @@ SJ_API const char *sj_version(int *major, int *minor, int *patch);
 /* Vocabulary                                                                                 */
 /* ------------------------------------------------------------------------------------------ */
 
-typedef enum sj_level_kind {
+typedef SJ_ENUM(sj_level_kind) {
   SJ_LEVEL_DENSE = 0,      /* every coordinate 0..dim-1 is present */
   SJ_LEVEL_COMPRESSED = 1, /* pos[p]..pos[p+1] index a segment of sorted coordinates crd[] */
   SJ_LEVEL_SINGLETON = 2,  /* exactly one coordinate per parent entry (COO's second level) */
   SJ_LEVEL_COMPRESSED_NONUNIQUE = 3 /* compressed, coordinates sorted but may repeat (COO) */
 } sj_level_kind;
 
-typedef enum sj_index_type { SJ_INDEX_INT32 = 0, SJ_INDEX_INT64 = 1 } sj_index_type;
-typedef enum sj_value_type { SJ_VALUE_F32 = 0, SJ_VALUE_F64 = 1, SJ_VALUE_BOOL = 2 } sj_value_type;
+typedef SJ_ENUM(sj_index_type) { SJ_INDEX_INT32 = 0, SJ_INDEX_INT64 = 1 } sj_index_type;
+typedef SJ_ENUM(sj_value_type) { SJ_VALUE_F32 = 0, SJ_VALUE_F64 = 1, SJ_VALUE_BOOL = 2 } sj_value_type;
 
 /* Named formats: shorthand for common level lists. */
-typedef enum sj_format {
+typedef SJ_ENUM(sj_format) {
   SJ_FORMAT_CSR = 0,           /* dense(i), compressed(j) */
   SJ_FORMAT_CSC = 1,           /* dense(j), compressed(i) */
   SJ_FORMAT_DCSR = 2,          /* compressed(i), compressed(j) */
@@ -95,7 +103,7 @@ typedef enum sj_format {
 
 /* Semirings: (add, multiply). Sparse outputs are structural: an entry exists where at least one
  * product was formed, even if its value equals the additive identity. */
-typedef enum sj_semiring {
+typedef SJ_ENUM(sj_semiring) {
   SJ_SEMIRING_PLUS_TIMES = 0, /* (+, *), identity 0 */
   SJ_SEMIRING_MIN_PLUS = 1,   /* (min, +), identity +inf */
   SJ_SEMIRING_MAX_TIMES = 2,  /* (max, *), identity -inf */
@@ -105,7 +113,7 @@ typedef enum sj_semiring {
 
 /* Schedules (DESIGN.md "Schedule names"). SJ_SCHEDULE_AUTO lets the runtime choose. Forcing a
  * schedule that cannot serve the call is SJ_ERR_INVALID_ARGUMENT, never a silent fallback. */
-typedef enum sj_schedule {
+typedef SJ_ENUM(sj_schedule) {
   SJ_SCHEDULE_AUTO = 0,
   SJ_SCHEDULE_REFERENCE = 1,
   SJ_SCHEDULE_GUSTAVSON_DENSE = 2,
@@ -118,17 +126,17 @@ typedef enum sj_schedule {
   SJ_SCHEDULE_FUSED = 9
 } sj_schedule;
 
-typedef enum sj_isa { SJ_ISA_AUTO = 0, SJ_ISA_AVX512 = 1, SJ_ISA_AVX2 = 2, SJ_ISA_SCALAR = 3 } sj_isa;
+typedef SJ_ENUM(sj_isa) { SJ_ISA_AUTO = 0, SJ_ISA_AVX512 = 1, SJ_ISA_AVX2 = 2, SJ_ISA_SCALAR = 3 } sj_isa;
 
 /* How the SIMD coiteration compares two blocks of coordinates. */
-typedef enum sj_coiter_method {
+typedef SJ_ENUM(sj_coiter_method) {
   SJ_METHOD_AUTO = 0,
   SJ_METHOD_BROADCAST = 1, /* all pairs by broadcasts (the Splyce paper) */
   SJ_METHOD_ROTATE = 2,    /* rotations of one block (emulated VP2INTERSECT) */
   SJ_METHOD_NATIVE = 3     /* the VP2INTERSECT instruction where the CPU has it, else rotate */
 } sj_coiter_method;
 
-typedef enum sj_op {
+typedef SJ_ENUM(sj_op) {
   SJ_OP_SPGEMM = 0,        /* C = A*B */
   SJ_OP_SPGEMM_MASKED = 1, /* C<M> = A*B (operands M, A, B) */
   SJ_OP_SPMSPV = 2,        /* y = A*x, x a sparse vector */
@@ -138,7 +146,7 @@ typedef enum sj_op {
   SJ_OP_TRANSPOSE = 6      /* C = A^T */
 } sj_op;
 
-typedef enum sj_log_level {
+typedef SJ_ENUM(sj_log_level) {
   SJ_LOG_TRACE = 0, SJ_LOG_DEBUG = 1, SJ_LOG_INFO = 2, SJ_LOG_WARN = 3, SJ_LOG_ERROR = 4, SJ_LOG_OFF = 5
 } sj_log_level;
 
@@ -348,6 +356,9 @@ SJ_API sj_status sj_plan_execute(sj_plan *plan, const sj_tensor *const *operands
  * estimated costs, the choice, kernel source (memory, disk, compiled) and timings. The text is
  * owned by the plan and valid until the next sj_plan_explain or sj_plan_destroy on it. */
 SJ_API sj_status sj_plan_explain(sj_plan *plan, const char **json);
+/* The same explanation as readable text (what `sparsejit run --explain` prints). Owned by the
+ * plan and valid until the next sj_plan_explain_text or sj_plan_destroy on it. */
+SJ_API sj_status sj_plan_explain_text(sj_plan *plan, const char **text);
 /* Destroys a plan (NULL is allowed). */
 SJ_API sj_status sj_plan_destroy(sj_plan *plan);
 
