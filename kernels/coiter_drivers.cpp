@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -63,7 +64,10 @@ template <class I> inline bool disjoint(const I* ac, int64_t na, const I* bc, in
 
 // The kernel of one action for a driver's types, or none (bool values, portable fallback,
 // use_jit off): then min_fast is kNever and the inlined scalar merge runs.
-template <class I, class V> void* fast_kernel(const CoiterConfig& cfg, jit::CoiterAction action, int64_t* min_fast) {
+// `owner` keeps the code alive while the driver runs (the kernel cache may evict it).
+template <class I, class V>
+void* fast_kernel(const CoiterConfig& cfg, jit::CoiterAction action, int64_t* min_fast,
+                  std::shared_ptr<const void>* owner) {
   *min_fast = kNever;
   if constexpr (std::is_same_v<V, uint8_t>) {
     return nullptr;
@@ -77,6 +81,7 @@ template <class I, class V> void* fast_kernel(const CoiterConfig& cfg, jit::Coit
     if (s.index == IndexType::I64 && s.width > 8) s.width = 8;
     jit::CoiterKernel k = jit::compile_coiter(s);
     if (!k.generated) return nullptr;
+    *owner = k.owner;
     *min_fast = cfg.min_fast >= 0 ? cfg.min_fast : 2 * int64_t(k.spec.width);
     return k.fn;
   }
@@ -86,11 +91,12 @@ template <class S, class I, class V> struct Dotter {
   jit::CoiterDotFn<I, V> fast = nullptr;
   int64_t min_fast = kNever;
   bool trim = true;
+  std::shared_ptr<const void> owner;
 
   Dotter(const CoiterConfig& cfg, sj_semiring semiring) : trim(cfg.trim) {
     CoiterConfig c = cfg;
     c.spec.semiring = semiring;
-    fast = reinterpret_cast<jit::CoiterDotFn<I, V>>(fast_kernel<I, V>(c, jit::CoiterAction::Dot, &min_fast));
+    fast = reinterpret_cast<jit::CoiterDotFn<I, V>>(fast_kernel<I, V>(c, jit::CoiterAction::Dot, &min_fast, &owner));
   }
   // The kernel ABI: the count of matches; *out written only when it is > 0.
   inline int64_t operator()(const I* ac, const V* av, int64_t na, const I* bc, const V* bv, int64_t nb,
@@ -110,13 +116,14 @@ template <class S, class I, class V> struct Emitter {
   jit::CoiterCountFn<I> fast_count = nullptr;
   int64_t min_fast = kNever, min_fast_count = kNever;
   bool trim = true;
+  std::shared_ptr<const void> owner, owner_count;
 
   Emitter(const CoiterConfig& cfg, sj_semiring semiring) : trim(cfg.trim) {
     CoiterConfig c = cfg;
     c.spec.semiring = semiring;
-    fast = reinterpret_cast<jit::CoiterEmitFn<I, V>>(fast_kernel<I, V>(c, jit::CoiterAction::Emit, &min_fast));
+    fast = reinterpret_cast<jit::CoiterEmitFn<I, V>>(fast_kernel<I, V>(c, jit::CoiterAction::Emit, &min_fast, &owner));
     fast_count =
-        reinterpret_cast<jit::CoiterCountFn<I>>(fast_kernel<I, V>(c, jit::CoiterAction::Count, &min_fast_count));
+        reinterpret_cast<jit::CoiterCountFn<I>>(fast_kernel<I, V>(c, jit::CoiterAction::Count, &min_fast_count, &owner_count));
   }
   inline int64_t count(const I* ac, int64_t na, const I* bc, int64_t nb) const {
     if (trim) {
