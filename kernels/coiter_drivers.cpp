@@ -19,17 +19,6 @@ namespace {
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
-template <class F> decltype(auto) with_driver_types(IndexType it, ValueType vt, sj_semiring s, F&& f) {
-  return with_types(it, vt, [&](auto i, auto v) {
-    using V = decltype(v);
-    if constexpr (std::is_same_v<V, uint8_t>) {
-      return f(OrAnd<V>{}, i, v);  // bool values serve only or-and (check_request refuses the rest)
-    } else {
-      return with_semiring<V>(s, [&](auto sr) { return f(sr, i, v); });
-    }
-  });
-}
-
 template <class I> constexpr IndexType index_of() { return sizeof(I) == 4 ? IndexType::I32 : IndexType::I64; }
 template <class V> constexpr ValueType value_of() {
   return std::is_same_v<V, float> ? ValueType::F32 : std::is_same_v<V, double> ? ValueType::F64 : ValueType::Bool;
@@ -360,7 +349,7 @@ Tensor coiter_spgemm(const Tensor& A, const Tensor& Bcsc, sj_semiring semiring, 
   if (A.dims[1] != Bcsc.dims[0])
     fail(SJ_ERR_SHAPE_MISMATCH, "spgemm: A is ", A.dims[0], "x", A.dims[1], " but B is ", Bcsc.dims[0], "x",
          Bcsc.dims[1]);
-  return with_driver_types(A.index_type, A.value_type, semiring, [&](auto s, auto i, auto v) {
+  return with_kernel_types(A.index_type, A.value_type, semiring, [&](auto s, auto i, auto v) {
     return spgemm_typed<decltype(s), decltype(i), decltype(v)>(A, Bcsc, cfg, semiring, dense_output, alloc);
   });
 }
@@ -374,7 +363,7 @@ Tensor coiter_masked_spgemm(const Tensor& M, const Tensor& A, const Tensor& Bcsc
   if (A.dims[1] != Bcsc.dims[0] || M.dims[0] != A.dims[0] || M.dims[1] != Bcsc.dims[1])
     fail(SJ_ERR_SHAPE_MISMATCH, "masked spgemm: M is ", M.dims[0], "x", M.dims[1], ", A is ", A.dims[0], "x",
          A.dims[1], ", B is ", Bcsc.dims[0], "x", Bcsc.dims[1]);
-  return with_driver_types(A.index_type, A.value_type, semiring, [&](auto s, auto i, auto v) {
+  return with_kernel_types(A.index_type, A.value_type, semiring, [&](auto s, auto i, auto v) {
     return masked_typed<decltype(s), decltype(i), decltype(v)>(M, A, Bcsc, cfg, semiring, alloc);
   });
 }
@@ -385,7 +374,7 @@ Tensor coiter_spmspv(const Tensor& A, const Tensor& x, sj_semiring semiring, con
   check_types(A, x, "row-wise spmspv");
   if (A.dims[1] != x.dims[0])
     fail(SJ_ERR_SHAPE_MISMATCH, "spmspv: A is ", A.dims[0], "x", A.dims[1], " but x has length ", x.dims[0]);
-  return with_driver_types(A.index_type, A.value_type, semiring, [&](auto s, auto i, auto v) {
+  return with_kernel_types(A.index_type, A.value_type, semiring, [&](auto s, auto i, auto v) {
     return spmspv_typed<decltype(s), decltype(i), decltype(v)>(A, x, cfg, semiring, dense_output, alloc);
   });
 }
@@ -398,7 +387,7 @@ Tensor coiter_ewise_mult(const Tensor& A, const Tensor& B, sj_semiring semiring,
   if (A.dims[0] != B.dims[0] || A.dims[1] != B.dims[1])
     fail(SJ_ERR_SHAPE_MISMATCH, "ewise_mult: operands are ", A.dims[0], "x", A.dims[1], " and ", B.dims[0], "x",
          B.dims[1]);
-  return with_driver_types(A.index_type, A.value_type, semiring, [&](auto s, auto i, auto v) {
+  return with_kernel_types(A.index_type, A.value_type, semiring, [&](auto s, auto i, auto v) {
     return ewise_typed<decltype(s), decltype(i), decltype(v)>(A, B, cfg, semiring, alloc);
   });
 }

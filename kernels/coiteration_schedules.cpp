@@ -36,15 +36,6 @@ constexpr double kCrdSimd = 0.25;
 constexpr double kCrdScalar = 1.0;
 constexpr double kDenseFill = 0.15;
 
-// The caller may ask for another coordinate type than the one computed in.
-Tensor finish(Tensor out, const OpRequest& req, const Allocator& alloc) {
-  const int want = req.options.output_index_type;
-  if (want != -1 && out.order > 0 && !is_dense(out)) {
-    IndexType it = from_c(static_cast<sj_index_type>(want));
-    if (it != out.index_type) out = convert(out, format_spec_of(out), it, alloc);
-  }
-  return out;
-}
 
 kernels::CoiterConfig config_for(const OpRequest& req, IndexType it, ValueType vt, double mean_a, double mean_b) {
   kernels::CoiterConfig cfg;
@@ -103,7 +94,7 @@ class InnerSpgemm final : public ScheduleImpl {
     const Tensor bcsc = csc_of_b(in);
     Tensor out = kernels::coiter_spgemm(ops[0], bcsc, in.req.options.semiring, cfg, in.req.options.dense_output != 0,
                                         in.ctx.allocator);
-    return finish(std::move(out), in.req, in.ctx.allocator);
+    return out;
   }
 
  private:

@@ -31,27 +31,7 @@ constexpr double K = 500, Cr = 1.0, Cmg = 1.6, Cs0 = 3.0, Cs1 = 2.0, Cs2 = 2.0, 
 
 double lg(double v) { return std::log2(1.0 + std::max(0.0, v)); }
 
-Tensor with_output_index_type(Tensor out, const OpRequest& req, const Allocator& alloc) {
-  const int want = req.options.output_index_type;
-  if (want != -1 && out.order > 0 && !is_dense(out)) {
-    IndexType it = from_c(static_cast<sj_index_type>(want));
-    if (it != out.index_type) out = convert(out, format_spec_of(out), it, alloc);
-  }
-  return out;
-}
 
-template <class F> Tensor dispatch(const ExecInputs& in, F&& f) {
-  Tensor out = with_types(in.prepared.index_type, in.prepared.value_type, [&](auto i, auto v) {
-    using I = decltype(i);
-    using V = decltype(v);
-    if constexpr (std::is_same_v<V, uint8_t>) {
-      return f(OrAnd<V>{}, I{}, V{});
-    } else {
-      return with_semiring<V>(in.req.options.semiring, [&](auto s) { return f(s, I{}, V{}); });
-    }
-  });
-  return with_output_index_type(std::move(out), in.req, in.ctx.allocator);
-}
 
 double merge_cost(const PlanInputs& in) {
   const MatrixStats& a = in.stats[0];
@@ -75,7 +55,7 @@ class Merge final : public ScheduleImpl {
                                             : "merge with B^T (counting-sort transpose kept on B's handle)");
   }
   Tensor run(const ExecInputs& in) const override {
-    return dispatch(in, [&](auto s, auto i, auto v) {
+    return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       using I = decltype(i);
       using V = decltype(v);
@@ -123,7 +103,7 @@ class SearchT final : public ScheduleImpl {
     const bool gallop = in.state ? *static_cast<const bool*>(in.state) : false;
     // The original B in CSR (zero-copy when given as CSR; else converted and kept on B's handle).
     Tensor b = as_csr(in.req.operands[1], false, in.prepared.index_type, in.ctx.allocator);
-    return dispatch(in, [&](auto s, auto i, auto v) {
+    return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       using I = decltype(i);
       using V = decltype(v);

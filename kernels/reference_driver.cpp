@@ -64,25 +64,9 @@ Tensor run_typed(const OpRequest& req, const PreparedOperands& p, const Allocato
 }  // namespace
 
 Tensor run_reference(const OpRequest& req, const PreparedOperands& p, const Allocator& alloc) {
-  Tensor out = with_types(p.index_type, p.value_type, [&](auto i, auto v) {
-    using I = decltype(i);
-    using V = decltype(v);
-    if constexpr (std::is_same_v<V, uint8_t>) {
-      // Bool values serve only or-and (check_request refuses the rest).
-      return run_typed<OrAnd<V>, I, V>(req, p, alloc);
-    } else {
-      return with_semiring<V>(req.options.semiring, [&](auto s) {
-        return run_typed<decltype(s), I, V>(req, p, alloc);
-      });
-    }
+  return with_kernel_types(p.index_type, p.value_type, req.options.semiring, [&](auto s, auto i, auto v) {
+    return run_typed<decltype(s), decltype(i), decltype(v)>(req, p, alloc);
   });
-  // The caller may ask for another coordinate type than the one computed in.
-  const int want = req.options.output_index_type;
-  if (want != -1 && out.order > 0 && !is_dense(out)) {
-    IndexType it = from_c(static_cast<sj_index_type>(want));
-    if (it != out.index_type) out = convert(out, format_spec_of(out), it, alloc);
-  }
-  return out;
 }
 
 }  // namespace sj

@@ -9,6 +9,7 @@
 #include "src/context.hpp"
 #include "src/inspect.hpp"
 #include "src/operation.hpp"
+#include "src/semiring.hpp"
 
 namespace sj {
 
@@ -53,6 +54,12 @@ class ScheduleImpl {
   }
   virtual Tensor run(const ExecInputs& in) const = 0;
 };
+
+// Runs f(S{}, I{}, V{}) with the request's semiring and the prepared operands' types.
+// (The result's coordinate type is adjusted to options.output_index_type by the plan.)
+template <class F> Tensor dispatch_kernel(const ExecInputs& in, F&& f) {
+  return with_kernel_types(in.prepared.index_type, in.prepared.value_type, in.req.options.semiring, f);
+}
 
 // Every schedule of every operation, the reference ones included.
 const std::vector<const ScheduleImpl*>& all_schedules();

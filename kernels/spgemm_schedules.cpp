@@ -67,15 +67,6 @@ bool fits_l2(int64_t cols, ValueType vt) {
   return static_cast<double>(cols) * (4 + value_bytes(vt)) <= kL2Bytes;
 }
 
-// The caller may ask for another coordinate type than the one computed in.
-Tensor finish(Tensor out, const OpRequest& req, const Allocator& alloc) {
-  const int want = req.options.output_index_type;
-  if (want != -1 && out.order > 0 && !is_dense(out)) {
-    IndexType it = from_c(static_cast<sj_index_type>(want));
-    if (it != out.index_type) out = convert(out, format_spec_of(out), it, alloc);
-  }
-  return out;
-}
 
 class GustavsonSpgemm final : public ScheduleImpl {
  public:
@@ -100,7 +91,7 @@ class GustavsonSpgemm final : public ScheduleImpl {
     const auto& ops = in.prepared.operands;
     Tensor out = spgemm_gustavson(ops[0], ops[1], in.req.options.semiring, in.req.options.dense_output != 0, kind_,
                                   in.ctx.allocator);
-    return finish(std::move(out), in.req, in.ctx.allocator);
+    return out;
   }
 
  private:
@@ -121,8 +112,7 @@ class MaskedSaxpy final : public ScheduleImpl {
   }
   Tensor run(const ExecInputs& in) const override {
     const auto& ops = in.prepared.operands;
-    return finish(masked_spgemm_saxpy(ops[0], ops[1], ops[2], in.req.options.semiring, in.ctx.allocator), in.req,
-                  in.ctx.allocator);
+    return masked_spgemm_saxpy(ops[0], ops[1], ops[2], in.req.options.semiring, in.ctx.allocator);
   }
 };
 
@@ -145,8 +135,7 @@ class MaskedDot final : public ScheduleImpl {
   Tensor run(const ExecInputs& in) const override {
     const auto& ops = in.prepared.operands;
     const Tensor bcsc = csc_of_b(in);
-    return finish(masked_spgemm_dot(ops[0], ops[1], bcsc, in.req.options.semiring, in.ctx.allocator), in.req,
-                  in.ctx.allocator);
+    return masked_spgemm_dot(ops[0], ops[1], bcsc, in.req.options.semiring, in.ctx.allocator);
   }
 
  private:

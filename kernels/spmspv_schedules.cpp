@@ -90,28 +90,7 @@ Tensor csc_of(const OpRequest& req, const PreparedOperands& p, const Allocator& 
   return a.derived->get_or_make(src.key, [&] { return flip_orientation(p.operands[0], alloc); });
 }
 
-Tensor with_output_index_type(Tensor out, const OpRequest& req, const Allocator& alloc) {
-  const int want = req.options.output_index_type;
-  if (want != -1 && out.order > 0 && !is_dense(out)) {
-    IndexType it = from_c(static_cast<sj_index_type>(want));
-    if (it != out.index_type) out = convert(out, format_spec_of(out), it, alloc);
-  }
-  return out;
-}
 
-// Calls f(S, I, V) with the semiring type and the index/value types of the request.
-template <class F> Tensor dispatch(const ExecInputs& in, F&& f) {
-  Tensor out = with_types(in.prepared.index_type, in.prepared.value_type, [&](auto i, auto v) {
-    using I = decltype(i);
-    using V = decltype(v);
-    if constexpr (std::is_same_v<V, uint8_t>) {
-      return f(OrAnd<V>{}, I{}, V{});
-    } else {
-      return with_semiring<V>(in.req.options.semiring, [&](auto s) { return f(s, I{}, V{}); });
-    }
-  });
-  return with_output_index_type(std::move(out), in.req, in.ctx.allocator);
-}
 
 struct Features {
   double m, n, nnz, L, nx, flops, ny;
@@ -188,7 +167,7 @@ class Push final : public SpmspvSchedule {
   Tensor run(const ExecInputs& in) const override {
     uses_of(in.req.operands[0], true);
     Tensor csc = csc_of(in.req, in.prepared, in.ctx.allocator);
-    return dispatch(in, [&](auto s, auto i, auto v) {
+    return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       using I = decltype(i);
       using V = decltype(v);
@@ -222,7 +201,7 @@ class Densify final : public SpmspvSchedule {
   }
   Tensor run(const ExecInputs& in) const override {
     uses_of(in.req.operands[0], true);
-    return dispatch(in, [&](auto s, auto i, auto v) {
+    return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       return run_rowwise<decltype(i), decltype(v)>(in, [](auto& A, auto& x, auto& sink) { spmspv::densify<S>(A, x, sink); });
     });
@@ -240,7 +219,7 @@ class Search final : public SpmspvSchedule {
   }
   Tensor run(const ExecInputs& in) const override {
     uses_of(in.req.operands[0], true);
-    return dispatch(in, [&](auto s, auto i, auto v) {
+    return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       return run_rowwise<decltype(i), decltype(v)>(in, [](auto& A, auto& x, auto& sink) { spmspv::search<S>(A, x, sink); });
     });
@@ -257,7 +236,7 @@ class Inner final : public SpmspvSchedule {
   }
   Tensor run(const ExecInputs& in) const override {
     uses_of(in.req.operands[0], true);
-    return dispatch(in, [&](auto s, auto i, auto v) {
+    return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       return run_rowwise<decltype(i), decltype(v)>(in, [](auto& A, auto& x, auto& sink) { spmspv::inner<S>(A, x, sink); });
     });
@@ -273,7 +252,7 @@ class SpmvGather final : public ScheduleImpl {
     return Costing::yes(K + Cr * a.rows + Cg2 * a.nnz, "row-wise gather from the dense x");
   }
   Tensor run(const ExecInputs& in) const override {
-    return dispatch(in, [&](auto s, auto i, auto v) {
+    return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       using I = decltype(i);
       using V = decltype(v);

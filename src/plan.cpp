@@ -119,6 +119,11 @@ Tensor Plan::execute(const std::vector<Tensor>& operands) {
   OpRequest req{op_, operands, options_};
   PreparedOperands prepared = prepare(req, ctx_.allocator);
   Tensor out = impl_->run(ExecInputs{req, prepared, ctx_, state_.get()});
+  // Schedules compute in the operands' common coordinate type; the caller may want another.
+  if (options_.output_index_type != -1 && out.order > 0 && !is_dense(out)) {
+    IndexType it = from_c(static_cast<sj_index_type>(options_.output_index_type));
+    if (it != out.index_type) out = convert(out, format_spec_of(out), it, ctx_.allocator);
+  }
   double ms = ms_since(t0);
   double expected = -1;
   first_execute_ms_.compare_exchange_strong(expected, ms);

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "sparsejit/sparsejit.h"
+#include "src/dispatch.hpp"
 #include "src/error.hpp"
 
 namespace sj {
@@ -52,6 +53,19 @@ template <class V, class F> decltype(auto) with_semiring(sj_semiring s, F&& f) {
     case SJ_SEMIRING_PLUS_PAIR: return f(PlusPair<V>{});
   }
   fail(SJ_ERR_INVALID_ARGUMENT, "unknown semiring ", static_cast<int>(s));
+}
+
+// Calls f(S{}, I{}, V{}) for a runtime index type, value type and semiring: the one place
+// kernels are instantiated over all three. Bool values serve only or-and.
+template <class F> decltype(auto) with_kernel_types(IndexType it, ValueType vt, sj_semiring s, F&& f) {
+  return with_types(it, vt, [&](auto i, auto v) {
+    using V = decltype(v);
+    if constexpr (std::is_same_v<V, uint8_t>) {
+      return f(OrAnd<V>{}, i, v);
+    } else {
+      return with_semiring<V>(s, [&](auto sr) { return f(sr, i, v); });
+    }
+  });
 }
 
 }  // namespace sj
