@@ -1,0 +1,83 @@
+// Helpers shared by the schedule test suites that go through the C API: a context and a
+// tensor handle that clean up, handles made from random CsResult/SpVecResult inputs, and a
+// bitwise comparison of two results.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "capi/handles.hpp"
+#include "sparsejit/sparsejit.h"
+#include "src/derived_forms.hpp"
+#include "tests/random_matrices.hpp"
+#include "tests/test_util.hpp"
+
+namespace sj::test {
+
+struct Ctx {
+  sj_context* c = nullptr;
+  Ctx() { EXPECT_EQ(sj_context_create(nullptr, &c), SJ_OK); }
+  ~Ctx() { EXPECT_EQ(sj_context_destroy(c), SJ_OK) << sj_last_error_message(); }
+};
+struct H {
+  sj_tensor* t = nullptr;
+  H() = default;
+  H(const H&) = delete;
+  ~H() { sj_tensor_destroy(t); }
+};
+
+inline std::string msg() { return sj_last_error_message(); }
+
+template <class I> constexpr sj_index_type itype() { return sizeof(I) == 4 ? SJ_INDEX_INT32 : SJ_INDEX_INT64; }
+template <class V> constexpr sj_value_type vtype() {
+  return std::is_same_v<V, float> ? SJ_VALUE_F32 : std::is_same_v<V, double> ? SJ_VALUE_F64 : SJ_VALUE_BOOL;
+}
+
+// Bitwise equality of two results (structure, coordinates, value bits).
+inline ::testing::AssertionResult same_bits(const sj::Tensor& a, const sj::Tensor& b) {
+  if (a.order != b.order || a.dims != b.dims || a.index_type != b.index_type || a.value_type != b.value_type)
+    return ::testing::AssertionFailure() << "shape/type: " << a.describe() << " vs " << b.describe();
+  const bool da = sj::is_dense(a), db = sj::is_dense(b);
+  if (da != db) return ::testing::AssertionFailure() << "dense vs sparse";
+  const size_t vs = sj::value_size(a.value_type);
+  if (da) {
+    int64_t n = 1;
+    for (int k = 0; k < a.order; ++k) n *= a.dims[k];
+    if (n && std::memcmp(a.values.data(), b.values.data(), vs * n) != 0)
+      return ::testing::AssertionFailure() << "dense values differ";
+    return ::testing::AssertionSuccess();
+  }
+  if (a.nnz() != b.nnz()) return ::testing::AssertionFailure() << "nnz " << a.nnz() << " vs " << b.nnz();
+  const int last = a.order - 1;
+  if (a.order == 2) {
+    const int64_t outer = a.level_dim(0) + 1;
+    if (std::memcmp(a.levels[1].pos.data(), b.levels[1].pos.data(), 8 * outer) != 0)
+      return ::testing::AssertionFailure() << "positions differ";
+  }
+  const size_t is = sj::index_size(a.index_type);
+  if (a.nnz() && std::memcmp(a.levels[last].crd.data(), b.levels[last].crd.data(), is * a.nnz()) != 0)
+    return ::testing::AssertionFailure() << "coordinates differ";
+  if (a.nnz() && std::memcmp(a.values.data(), b.values.data(), vs * a.nnz()) != 0)
+    return ::testing::AssertionFailure() << "values differ";
+  return ::testing::AssertionSuccess();
+}
+
+template <class I, class V> sj_tensor* csr_handle(sj_context* c, const sj::CsResult<I, V>& m) {
+  sj_tensor* h = nullptr;
+  EXPECT_EQ(sj_tensor_create_csr(c, m.outer, m.inner, itype<I>(), vtype<V>(), m.pos.data(), m.crd.data(), m.val.data(),
+                                 SJ_TENSOR_COPY, &h),
+            SJ_OK)
+      << msg();
+  return h;
+}
+template <class I, class V> sj_tensor* vec_handle(sj_context* c, const sj::SpVecResult<I, V>& x) {
+  sj_tensor* h = nullptr;
+  EXPECT_EQ(sj_tensor_create_sparse_vector(c, x.n, x.idx.size(), itype<I>(), vtype<V>(), x.idx.data(), x.val.data(),
+                                           SJ_TENSOR_COPY, &h),
+            SJ_OK)
+      << msg();
+  return h;
+}
+
+}  // namespace sj::test
