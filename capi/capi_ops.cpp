@@ -99,6 +99,10 @@ SJ_API sj_status sj_plan_execute(sj_plan* plan, const sj_tensor* const* operands
   return guarded([&] {
     require(plan, "plan");
     require(result, "result");
+    if (plan->einsum) {  // index-notation plans (capi/capi_einsum.cpp)
+      *result = capi::execute_einsum(plan, operands, n);
+      return;
+    }
     if (n < 0 || n > 3) fail(SJ_ERR_INVALID_ARGUMENT, "n_operands is ", n);
     if (n > 0) require(operands, "operands");
     std::vector<Tensor> ops;
@@ -116,7 +120,7 @@ SJ_API sj_status sj_plan_explain(sj_plan* plan, const char** json) {
     require(plan, "plan");
     require(json, "json");
     std::lock_guard lock(plan->explain_mutex);
-    plan->explain_text = plan->plan->explain();
+    plan->explain_text = plan->einsum ? plan->einsum->explain() : plan->plan->explain();
     *json = plan->explain_text.c_str();
   });
 }
@@ -126,7 +130,7 @@ SJ_API sj_status sj_plan_explain_text(sj_plan* plan, const char** text) {
     require(plan, "plan");
     require(text, "text");
     std::lock_guard lock(plan->explain_mutex);
-    plan->explain_plain = plan->plan->explain_text();
+    plan->explain_plain = plan->einsum ? plan->einsum->explain_text() : plan->plan->explain_text();
     *text = plan->explain_plain.c_str();
   });
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "src/context.hpp"
+#include "src/einsum_planner.hpp"
 #include "src/plan.hpp"
 #include "src/tensor.hpp"
 
@@ -24,6 +25,7 @@ struct sj_tensor {
 struct sj_plan {
   sj_context* ctx = nullptr;
   std::unique_ptr<sj::Plan> plan;
+  std::unique_ptr<sj::einsum::EinsumPlan> einsum;  // set instead of `plan` by sj_einsum_plan
   std::mutex explain_mutex;
   std::string explain_text;   // JSON
   std::string explain_plain;  // readable text
@@ -33,5 +35,8 @@ namespace sj::capi {
 
 // Wraps a finished tensor in a new handle (the only way tensors leave the library).
 sj_tensor* new_tensor_handle(sj_context* ctx, Tensor t);
+
+// Executes an index-notation plan (capi/capi_einsum.cpp); returns the new result handle.
+sj_tensor* execute_einsum(sj_plan* plan, const sj_tensor* const* operands, int n);
 
 }  // namespace sj::capi

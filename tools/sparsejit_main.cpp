@@ -17,6 +17,7 @@
 
 #include "sparsejit/sparsejit.h"
 #include "tools/cache_command.hpp"
+#include "tools/einsum_command.hpp"
 #include "src/convert.hpp"
 #include "src/inspect.hpp"
 #include "src/operation.hpp"
@@ -371,6 +372,7 @@ int main(int argc, char** argv) {
   try {
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
       std::fputs(kUsage, argc < 2 ? stderr : stdout);
+      std::fputs(kEinsumUsage, argc < 2 ? stderr : stdout);
       return argc < 2 ? 2 : 0;
     }
     std::string cmd = argv[1];
@@ -378,6 +380,7 @@ int main(int argc, char** argv) {
     if (cmd == "inspect") return inspect(argc, argv);
     if (cmd == "convert") return convert(argc, argv);
     if (cmd == "cache") return run_cache_command(argc, argv);
+    if (cmd == "einsum") return run_einsum_command(argc, argv);  // index notation (tools/einsum_command.cpp)
     usage_error("unknown command '" + cmd + "'");
   } catch (const Failure& f) {
     return f.code;

@@ -362,6 +362,49 @@ SJ_API sj_status sj_plan_explain_text(sj_plan *plan, const char **text);
 /* Destroys a plan (NULL is allowed). */
 SJ_API sj_status sj_plan_destroy(sj_plan *plan);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Index notation: general contractions such as "A(i,j) = B(i,k) * C(k,j) * D(k,j)"         */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Plans an index-notation expression: "OUT(idx,...) = TERM + TERM ..." where a term is a
+ * product of accesses T(i,j,...) (up to 4 indices; a bare name or "a()" is a scalar), with
+ * parentheses (distributed). Indices absent from the output are reduced with the semiring's
+ * add (options->semiring; '*' is its multiply). Sparse outputs are structural (an entry exists
+ * where at least one product was formed).
+ *   operands:      the right-hand-side tensors in the order their names first appear
+ *                  ("A(i)=B(i,j)*C(j,i)": B, C). Value types must agree; the plan keeps no
+ *                  reference to them, only their shapes, formats and types.
+ *   formats:       NULL, or n_operands entries, each NULL (the tensor's own format) or a name
+ *                  ("csr", "csc", "dcsr", "coo", "dense", "csf", "sparse-vector") or a level
+ *                  list over the access's own index names ("dense(j),compressed(i)"): the
+ *                  layout the kernel reads (the conversion is kept with the tensor handle).
+ *   output_format: NULL = the planner's (dense when every input is dense or the output is a
+ *                  scalar, else CSR / sparse vector / CSF), or the same syntax as formats.
+ *   options:       may be NULL; schedule forces one alternative (inner, search, fused,
+ *                  transpose, reference), isa = SJ_ISA_SCALAR compiles without SIMD.
+ * The loop nest is compiled with LLVM (ORC); the object is kept in the context's cache folder
+ * so later processes load it instead of compiling. If compilation fails the plan uses the
+ * portable reference evaluator (explain says so): a failure to compile is not a failed call.
+ * Execute with sj_plan_execute (operands as here), explain with sj_plan_explain(_text): the
+ * iteration graph, the candidates with costs, the choice, the loop-nest IR and where the code
+ * came from (compiled / memory / disk) with the compile time. The plan is owned by the caller
+ * (sj_plan_destroy) and may be executed from many threads at once.
+ * Errors: SJ_ERR_NULL_POINTER (ctx, expression, operands or out NULL), SJ_ERR_PARSE (a
+ * malformed expression: the message gives the column and a caret line), SJ_ERR_FORMAT (a format
+ * that does not fit the tensor, named in the message), SJ_ERR_SHAPE_MISMATCH (an index with two
+ * extents, an operand of another order), SJ_ERR_TYPE_MISMATCH, SJ_ERR_INVALID_ARGUMENT (operand
+ * count, a forced schedule that cannot serve). */
+SJ_API sj_status sj_einsum_plan(sj_context *ctx, const char *expression,
+                                const sj_tensor *const *operands, int n_operands,
+                                const char *const *formats, const char *output_format,
+                                const sj_op_options *options, sj_plan **out);
+/* Plans and executes once; *result receives a new tensor owned by the caller. Same arguments
+ * and errors as sj_einsum_plan. */
+SJ_API sj_status sj_einsum(sj_context *ctx, const char *expression,
+                           const sj_tensor *const *operands, int n_operands,
+                           const char *const *formats, const char *output_format,
+                           const sj_op_options *options, sj_tensor **result);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,298 @@
+// Index-notation kernels (issue 5): one table per question, medians of repeated executions.
+//   1. SparseConflicts case studies on the real matrices / tensors in ../shared/data: the fused
+//      search-based schedule vs transpose-then-compute (conversion kept with the operand, so
+//      its steady state; the first call's conversion is shown apart) vs the planner's choice.
+//   2. The five Splyce kernels on synthetic inputs: the LLVM build for this CPU vs a
+//      scalar-only build of the same loop nest (no vectoriser, baseline x86-64).
+//   3. LLVM compile time per kernel: cold (nothing cached) and from the on-disk cache.
+// Usage: bench_einsum [--quick]   (prints plain-text tables; scripts/bench-einsum.sh runs it)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "src/context.hpp"
+#include "src/convert.hpp"
+#include "src/derived_forms.hpp"
+#include "src/einsum_planner.hpp"
+#include "src/error.hpp"
+#include "src/tensor_file.hpp"
+
+using namespace sj;
+using namespace sj::einsum;
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Timing {
+  double first = 0, median = 0;
+};
+
+// Median of executions until ~`budget_ms` or `max_runs`.
+Timing time_plan(EinsumPlan& plan, const std::vector<Tensor>& ops, double budget_ms = 300, int max_runs = 31) {
+  Timing t;
+  double t0 = now_ms();
+  plan.execute(ops);
+  t.first = now_ms() - t0;
+  std::vector<double> times;
+  double start = now_ms();
+  while (static_cast<int>(times.size()) < max_runs && (times.size() < 3 || now_ms() - start < budget_ms)) {
+    double a = now_ms();
+    plan.execute(ops);
+    times.push_back(now_ms() - a);
+  }
+  std::sort(times.begin(), times.end());
+  t.median = times[times.size() / 2];
+  return t;
+}
+
+std::filesystem::path data_dir() {
+  if (const char* e = std::getenv("SPARSEJIT_DATA_DIR")) return e;
+  return std::filesystem::path(SPARSEJIT_SOURCE_DIR) / ".." / "shared" / "data";
+}
+
+Tensor with_forms(Tensor t) {
+  t.derived = std::make_shared<DerivedForms>();
+  return t;
+}
+
+sj_op_options opts(sj_schedule s) {
+  sj_op_options o;
+  sj_op_options_init(&o);
+  o.schedule = s;
+  return o;
+}
+
+std::string chosen_name(const EinsumPlan& p) {
+  const auto& t = p.terms()[0];
+  return t.chosen < 0 ? "reference" : std::string(to_string(t.candidates[t.chosen].schedule));
+}
+
+// Random tensor with `nnz_per_row` entries per innermost segment on average, in `spec`.
+Tensor synthetic(const Context& ctx, std::vector<int64_t> dims, double density, const FormatSpec& spec, uint64_t seed) {
+  CooTensor coo;
+  coo.order = static_cast<int>(dims.size());
+  for (int m = 0; m < coo.order; ++m) coo.dims[m] = dims[m];
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  auto next = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  int64_t total = 1;
+  for (auto d : dims) total *= d;
+  const int64_t want = static_cast<int64_t>(density * static_cast<double>(total));
+  std::vector<int64_t> lin;
+  lin.reserve(want);
+  for (int64_t n = 0; n < want; ++n) lin.push_back(static_cast<int64_t>(next() % static_cast<uint64_t>(total)));
+  std::sort(lin.begin(), lin.end());
+  lin.erase(std::unique(lin.begin(), lin.end()), lin.end());
+  for (int64_t p : lin) {
+    int64_t r = p;
+    for (int m = coo.order - 1; m >= 0; --m) {
+      coo.coords[m].push_back(r % dims[m]);
+      r /= dims[m];
+    }
+    coo.values.push_back(0.5 + static_cast<double>(next() % 1000) / 1000.0);
+  }
+  return with_forms(from_coo(coo, spec, IndexType::I32, ValueType::F64, ctx.allocator));
+}
+
+void case_studies(const Context& ctx, bool quick) {
+  std::printf("\n== SparseConflicts case studies: fused (search) vs transpose-then-compute vs auto (median ms)\n");
+  std::printf("%-34s %-16s %9s %10s %10s %11s %-10s %7s\n", "expression", "input", "nnz", "fused", "transpose",
+              "(1st call)", "auto", "auto/best");
+  std::vector<std::string> names = {"bcsstk13", "bcsstk16", "ca-GrQc", "Erdos971", "add32", "rajat19", "luxembourg",
+                                    "dwt_1242", "watt_2", "cage8", "bayer10", "tomography"};
+  if (quick) names.resize(4);
+  const char* exprs[] = {"A(i,j) = B(i,j) * C(j,i)", "a(i) = B(i,j) * C(j,i)"};
+  double worst = 0;
+  std::vector<double> ratios;
+  for (auto& n : names) {
+    auto path = data_dir() / "matrices" / (n + ".mtx");
+    if (!std::filesystem::exists(path)) continue;
+    Tensor m = with_forms(read_tensor_file(path.string(), ctx.allocator));
+    if (m.dims[0] != m.dims[1]) continue;
+    for (const char* e : exprs) {
+      std::vector<Tensor> ops{m, m};
+      std::optional<std::string> out = std::string(e)[0] == 'A' ? std::optional<std::string>("csr") : std::nullopt;
+      EinsumPlan fused(ctx, e, ops, {}, out, opts(SJ_SCHEDULE_SEARCH));
+      Timing tf = time_plan(fused, ops);
+      Tensor fresh = with_forms(m);  // a handle without the cached conversion: the first call converts
+      std::vector<Tensor> fresh_ops{fresh, fresh};
+      EinsumPlan tr(ctx, e, fresh_ops, {}, out, opts(SJ_SCHEDULE_TRANSPOSE));
+      Timing tt = time_plan(tr, fresh_ops);
+      Tensor fresh2 = with_forms(m);
+      std::vector<Tensor> ops2{fresh2, fresh2};
+      EinsumPlan au(ctx, e, ops2, {}, out, opts(SJ_SCHEDULE_AUTO));
+      Timing ta = time_plan(au, ops2);
+      double best = std::min(tf.median, tt.median);
+      double r = ta.median / best;
+      ratios.push_back(r);
+      worst = std::max(worst, r);
+      std::printf("%-34s %-16s %9lld %10.4f %10.4f %11.4f %-10s %7.2f\n", e, n.c_str(), static_cast<long long>(m.nnz()),
+                  tf.median, tt.median, tt.first, chosen_name(au).c_str(), r);
+    }
+  }
+  // the 3-D contraction on CSF tensors
+  for (auto& n : {"nations", "kinships"}) {
+    auto path = data_dir() / "tensors" / (std::string(n) + ".tns");
+    if (!std::filesystem::exists(path)) continue;
+    Tensor t = with_forms(read_tensor_file(path.string(), ctx.allocator));
+    if (t.order != 3 || t.dims[1] != t.dims[2]) continue;
+    const char* e = "a(i) = B(i,j,k) * C(i,k,j)";
+    std::vector<Tensor> ops{t, t};
+    EinsumPlan fused(ctx, e, ops, {}, std::nullopt, opts(SJ_SCHEDULE_SEARCH));
+    Timing tf = time_plan(fused, ops);
+    Tensor fresh = with_forms(t);
+    std::vector<Tensor> fo{fresh, fresh};
+    EinsumPlan tr(ctx, e, fo, {}, std::nullopt, opts(SJ_SCHEDULE_TRANSPOSE));
+    Timing tt = time_plan(tr, fo);
+    Tensor fresh2 = with_forms(t);
+    std::vector<Tensor> ao{fresh2, fresh2};
+    EinsumPlan au(ctx, e, ao, {}, std::nullopt, opts(SJ_SCHEDULE_AUTO));
+    Timing ta = time_plan(au, ao);
+    double r = ta.median / std::min(tf.median, tt.median);
+    ratios.push_back(r);
+    worst = std::max(worst, r);
+    std::printf("%-34s %-16s %9lld %10.4f %10.4f %11.4f %-10s %7.2f\n", e, n, static_cast<long long>(t.nnz()), tf.median,
+                tt.median, tt.first, chosen_name(au).c_str(), r);
+  }
+  double g = 0;
+  for (double r : ratios) g += std::log(r);
+  if (!ratios.empty())
+    std::printf("auto vs the better alternative: geomean %.3f, worst %.3f (target <= 1.15)\n", std::exp(g / ratios.size()), worst);
+}
+
+void splyce(const Context& ctx, bool quick) {
+  std::printf("\n== Splyce kernels: LLVM build for this CPU vs scalar-only build (median ms)\n");
+  std::printf("%-40s %-26s %10s %10s %8s\n", "kernel", "setup", "simd", "scalar", "speedup");
+  const double s = quick ? 0.5 : 1.0;
+  struct K {
+    const char* name;
+    const char* expr;
+    std::vector<Tensor> ops;
+    std::optional<std::string> out;
+    std::vector<std::string> order;
+    std::string setup;
+  };
+  auto n = [&](int64_t v) { return static_cast<int64_t>(v * s); };
+  std::vector<K> ks;
+  ks.push_back({"SpGEMM", "A(i,j) = B(i,k) * C(k,j)",
+                {synthetic(ctx, {n(600), 2000}, 0.01, format_spec(SJ_FORMAT_CSR, 2), 1),
+                 synthetic(ctx, {2000, n(600)}, 0.01, format_spec(SJ_FORMAT_CSC, 2), 2)},
+                "dense", {"i", "j", "k"}, "B CSR, C CSC, 1% dense"});
+  ks.push_back({"SpMSpV", "y(i) = A(i,j) * x(j)",
+                {synthetic(ctx, {n(20000), 5000}, 0.02, format_spec(SJ_FORMAT_CSR, 2), 3),
+                 synthetic(ctx, {5000}, 0.2, format_spec(SJ_FORMAT_SPARSE_VECTOR, 1), 4)},
+                "dense", {"i", "j"}, "A CSR 2%, x 20%"});
+  ks.push_back({"SpMTTKRP", "A(i,k) = B(i,k,l) * C(l,j) * D(k,j)",
+                {synthetic(ctx, {n(60), 60, 60}, 0.05, format_spec(SJ_FORMAT_CSF, 3), 5),
+                 synthetic(ctx, {60, 500}, 0.1, format_spec(SJ_FORMAT_CSR, 2), 6),
+                 synthetic(ctx, {60, 500}, 0.1, format_spec(SJ_FORMAT_CSR, 2), 7)},
+                "dense", {"i", "k", "l", "j"}, "B dcc 5%, C D CSR 10%"});
+  ks.push_back({"SpMMH", "A(i,j) = B(i,k) * C(k,j) * D(i,j)",
+                {synthetic(ctx, {2000, 300}, 0.05, format_spec(SJ_FORMAT_CSC, 2), 8),
+                 synthetic(ctx, {300, n(300)}, 1.0, format_spec(SJ_FORMAT_DENSE_COL_MAJOR, 2), 9),
+                 synthetic(ctx, {2000, n(300)}, 0.05, format_spec(SJ_FORMAT_CSC, 2), 10)},
+                "dense", {"j", "k", "i"}, "B D CSC 5%, C dense"});
+  ks.push_back({"SpTTSpM", "A(i,j,r) = B(i,j,k) * C(k,r)",
+                {synthetic(ctx, {n(40), 40, 400}, 0.05, format_spec(SJ_FORMAT_CSF, 3), 11),
+                 synthetic(ctx, {400, 60}, 0.1, format_spec(SJ_FORMAT_CSC, 2), 12)},
+                "dense", {"i", "j", "r", "k"}, "B dcc 5%, C CSC 10%"});
+  double g = 0;
+  int cnt = 0;
+  for (auto& k : ks) {
+    EinsumTuning simd, scalar;
+    simd.loop_order = scalar.loop_order = k.order;
+    scalar.scalar_only = true;
+    EinsumPlan a(ctx, k.expr, k.ops, {}, k.out, opts(SJ_SCHEDULE_AUTO), simd);
+    EinsumPlan b(ctx, k.expr, k.ops, {}, k.out, opts(SJ_SCHEDULE_AUTO), scalar);
+    Timing ta = time_plan(a, k.ops), tb = time_plan(b, k.ops);
+    double sp = tb.median / ta.median;
+    g += std::log(sp);
+    ++cnt;
+    std::printf("%-40s %-26s %10.4f %10.4f %8.2f\n", (std::string(k.name) + ": " + k.expr).c_str(), k.setup.c_str(),
+                ta.median, tb.median, sp);
+  }
+  std::printf("geomean speedup of the SIMD build: %.2fx (target >= 2.5x)\n", std::exp(g / cnt));
+}
+
+void compile_times(bool quick) {
+  std::printf("\n== LLVM compile time per kernel: cold vs from the on-disk cache (ms)\n");
+  auto dir = std::filesystem::temp_directory_path() / ("sj-bench-einsum-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+  const std::string d = dir.string();
+  sj_config c;
+  sj_config_init(&c);
+  c.cache_dir = d.c_str();
+  Context ctx(c);
+  const char* exprs[] = {"A(i,j) = B(i,k) * C(k,j)", "y(i) = A(i,j) * x(j)", "A(i,k) = B(i,k,l) * C(l,j) * D(k,j)",
+                         "A(i,j) = B(i,k) * C(k,j) * D(i,j)", "A(i,j,r) = B(i,j,k) * C(k,r)", "A(i,j) = B(i,j) * C(j,i)",
+                         "a(i) = B(i,j) * C(j,i)", "a(i) = B(i,j,k) * C(i,k,j)"};
+  std::printf("%-40s %10s %10s\n", "kernel", "cold", "disk");
+  std::vector<double> colds, disks;
+  for (const char* e : exprs) {
+    Expression ex = parse(e);
+    std::vector<Tensor> ops;
+    int f = 0;
+    for (auto& name : ex.operands) {
+      const Access* a = nullptr;
+      for (auto& fa : ex.terms[0].factors)
+        if (fa.tensor == name) a = &fa;
+      std::vector<int64_t> dims(a->indices.size(), 30);
+      FormatSpec s = dims.size() == 1 ? format_spec(SJ_FORMAT_SPARSE_VECTOR, 1)
+                     : dims.size() == 2 ? format_spec(SJ_FORMAT_CSR, 2) : format_spec(SJ_FORMAT_CSF, 3);
+      ops.push_back(synthetic(ctx, dims, 0.1, s, 100 + f++));
+    }
+    double cold = 0, disk = 0;
+    {
+      EinsumPlan p(ctx, e, ops, {}, std::nullopt, opts(SJ_SCHEDULE_AUTO));
+      for (auto& t : p.terms()) cold += t.compile_ms;
+    }  // the kernel leaves memory with the plan
+    {
+      EinsumPlan p(ctx, e, ops, {}, std::nullopt, opts(SJ_SCHEDULE_AUTO));
+      for (auto& t : p.terms()) {
+        disk += t.compile_ms;
+        if (t.kernel_source != "disk") std::printf("  (expected a disk hit, got %s)\n", t.kernel_source.c_str());
+      }
+    }
+    colds.push_back(cold);
+    disks.push_back(disk);
+    std::printf("%-40s %10.3f %10.3f\n", e, cold, disk);
+    if (quick && colds.size() == 3) break;
+  }
+  std::sort(colds.begin(), colds.end());
+  std::sort(disks.begin(), disks.end());
+  std::printf("median: cold %.3f ms (target <= 50), disk %.3f ms (target <= 1)\n", colds[colds.size() / 2],
+              disks[disks.size() / 2]);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  try {
+    sj_config c;
+    sj_config_init(&c);
+    c.disable_disk_cache = 1;
+    Context ctx(c);
+    compile_times(quick);
+    case_studies(ctx, quick);
+    splyce(ctx, quick);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_einsum: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

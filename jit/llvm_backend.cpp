@@ -1,0 +1,836 @@
+#include "jit/llvm_backend.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "cache/kernel_key.hpp"
+#include "cache/persistent_store.hpp"
+#include "src/coo.hpp"
+#include "src/error.hpp"
+
+#include "llvm/ExecutionEngine/ObjectCache.h"
+#include "llvm/ExecutionEngine/Orc/CompileUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+// Called by generated code (resolved as absolute symbols, never exported from the library).
+extern "C" void sj_einsum_emit(void* sink, const int64_t* coords, double value) {
+  auto* coo = static_cast<sj::CooTensor*>(sink);
+  for (int m = 0; m < coo->order; ++m) coo->coords[m].push_back(coords[m]);
+  coo->values.push_back(value);
+}
+extern "C" void sj_einsum_sort(int64_t* list, int64_t n) { std::sort(list, list + n); }
+
+namespace sj::jit {
+namespace {
+
+using namespace llvm;
+using einsum::LevelRef;
+using einsum::Loop;
+using einsum::LoopKind;
+using einsum::LoopNest;
+using einsum::OutputMode;
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+// IR generation
+
+class NestCodegen {
+ public:
+  NestCodegen(LLVMContext& c, Module& m, const EinsumKernelSpec& s)
+      : C(c), M(m), B(c), spec(s), nest(*s.nest), term(*s.term), e(*s.expr) {}
+
+  Function* run(const std::string& name) {
+    i64 = Type::getInt64Ty(C);
+    i8 = Type::getInt8Ty(C);
+    i1 = Type::getInt1Ty(C);
+    ptr = PointerType::getUnqual(C);
+    IT = spec.index_type == IndexType::I32 ? Type::getInt32Ty(C) : i64;
+    CT = spec.value_type == ValueType::F32 ? Type::getFloatTy(C) : Type::getDoubleTy(C);
+    VT = spec.value_type == ValueType::F32 ? Type::getFloatTy(C)
+         : spec.value_type == ValueType::F64 ? Type::getDoubleTy(C) : static_cast<Type*>(i8);
+    auto* fty = FunctionType::get(Type::getVoidTy(C), {ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr}, false);
+    F = Function::Create(fty, Function::ExternalLinkage, name, M);
+    for (auto& a : F->args()) a.addAttr(Attribute::NoAlias);
+    F->addFnAttr(Attribute::NoUnwind);
+    emit_fn = Function::Create(FunctionType::get(Type::getVoidTy(C), {ptr, ptr, Type::getDoubleTy(C)}, false),
+                               Function::ExternalLinkage, "sj_einsum_emit", M);
+    sort_fn = Function::Create(FunctionType::get(Type::getVoidTy(C), {ptr, i64}, false), Function::ExternalLinkage,
+                               "sj_einsum_sort", M);
+    auto* entry = BasicBlock::Create(C, "entry", F);
+    B.SetInsertPoint(entry);
+    auto arg = F->arg_begin();
+    Value* arrays = &*arg++;
+    Value* dims = &*arg++;
+    out = &*arg++;
+    present = &*arg++;
+    sink = &*arg++;
+    ws_vals = &*arg++;
+    ws_flags = &*arg++;
+    ws_list = &*arg++;
+
+    const size_t nf = term.factors.size();
+    posp.assign(nf, {});
+    crdp.assign(nf, {});
+    pos.assign(nf, {});
+    seg_end.assign(nf, {});
+    valp.assign(nf, nullptr);
+    for (size_t f = 0; f < nf; ++f) {
+      const FormatSpec& fs = nest.factor_formats[f];
+      auto slot = [&](int k) {
+        return B.CreateLoad(ptr, B.CreateConstGEP1_64(ptr, arrays, f * kEinsumSlotsPerFactor + k));
+      };
+      for (int l = 0; l < fs.order; ++l) {
+        posp[f].push_back(fs.kinds[l] == LevelKind::Compressed ? slot(2 * l) : nullptr);
+        crdp[f].push_back(fs.kinds[l] != LevelKind::Dense ? slot(2 * l + 1) : nullptr);
+        pos[f].push_back(B.CreateAlloca(i64, nullptr, "pos"));
+        seg_end[f].push_back(B.CreateAlloca(i64, nullptr, "segend"));
+      }
+      valp[f] = slot(2 * 4);
+    }
+    dim.assign(e.index_names.size(), nullptr);
+    idx.assign(e.index_names.size(), nullptr);
+    for (size_t v = 0; v < e.index_names.size(); ++v) {
+      dim[v] = B.CreateLoad(i64, B.CreateConstGEP1_64(i64, dims, v), "dim");
+      idx[v] = B.CreateAlloca(i64, nullptr, "idx");
+      B.CreateStore(B.getInt64(0), idx[v]);
+    }
+    acc = B.CreateAlloca(CT, nullptr, "acc");
+    found = B.CreateAlloca(i8, nullptr, "found");
+    ws_count = B.CreateAlloca(i64, nullptr, "wscount");
+    coords = B.CreateAlloca(i64, B.getInt32(4), "coords");
+
+    gen(0);
+    B.CreateRetVoid();
+    return F;
+  }
+
+ private:
+  // ---- semiring on the compute type
+  Constant* zero() {
+    switch (spec.semiring) {
+      case SJ_SEMIRING_MIN_PLUS: return ConstantFP::getInfinity(CT, false);
+      case SJ_SEMIRING_MAX_TIMES: return ConstantFP::getInfinity(CT, true);
+      default: return ConstantFP::get(CT, 0.0);
+    }
+  }
+  Value* truth(Value* a) { return B.CreateFCmpUNE(a, ConstantFP::get(CT, 0.0)); }
+  Value* add(Value* a, Value* b) {
+    switch (spec.semiring) {
+      case SJ_SEMIRING_MIN_PLUS: return B.CreateSelect(B.CreateFCmpOLT(b, a), b, a);  // std::min(a, b)
+      case SJ_SEMIRING_MAX_TIMES: return B.CreateSelect(B.CreateFCmpOLT(a, b), b, a);  // std::max(a, b)
+      case SJ_SEMIRING_OR_AND: return B.CreateUIToFP(B.CreateOr(truth(a), truth(b)), CT);
+      default: return B.CreateFAdd(a, b);
+    }
+  }
+  Value* mul(Value* a, Value* b) {
+    switch (spec.semiring) {
+      case SJ_SEMIRING_MIN_PLUS: return B.CreateFAdd(a, b);
+      case SJ_SEMIRING_OR_AND: return B.CreateUIToFP(B.CreateAnd(truth(a), truth(b)), CT);
+      case SJ_SEMIRING_PLUS_PAIR: return ConstantFP::get(CT, 1.0);
+      default: return B.CreateFMul(a, b);
+    }
+  }
+  Value* load_value(size_t f, Value* p) {
+    Value* v = B.CreateLoad(VT, B.CreateGEP(VT, valp[f], p));
+    if (VT == i8) return B.CreateUIToFP(v, CT);
+    return v;
+  }
+  void store_value(Value* where, Value* v) {
+    if (VT == i8) B.CreateStore(B.CreateZExt(truth(v), i8), where);
+    else B.CreateStore(v, where);
+  }
+
+  // ---- level access
+  Value* crd(size_t f, int l, Value* p) {
+    Value* c = B.CreateLoad(IT, B.CreateGEP(IT, crdp[f][l], p));
+    return IT == i64 ? c : B.CreateSExt(c, i64);
+  }
+  Value* parent_pos(size_t f, int l) { return l == 0 ? B.getInt64(0) : static_cast<Value*>(B.CreateLoad(i64, pos[f][l - 1])); }
+  std::pair<Value*, Value*> segment(const LevelRef& r) {
+    const FormatSpec& fs = nest.factor_formats[r.factor];
+    Value* parent = parent_pos(r.factor, r.level);
+    if (fs.kinds[r.level] == LevelKind::Compressed) {
+      Value* s = B.CreateLoad(i64, B.CreateGEP(i64, posp[r.factor][r.level], parent));
+      Value* t = B.CreateLoad(i64, B.CreateGEP(i64, posp[r.factor][r.level], B.CreateAdd(parent, B.getInt64(1))));
+      return {s, t};
+    }
+    // singleton: one coordinate per parent entry, or the parent's run of equal coordinates
+    if (r.level > 0 && !fs.unique[r.level - 1]) return {parent, B.CreateLoad(i64, seg_end[r.factor][r.level - 1])};
+    return {parent, B.CreateAdd(parent, B.getInt64(1))};
+  }
+  bool nonunique(const LevelRef& r) const { return !nest.factor_formats[r.factor].unique[r.level]; }
+  // For a non-unique level at position p (coordinate c): the end of the run of c, stored.
+  Value* run_end(const LevelRef& r, Value* p, Value* end, Value* c) {
+    BasicBlock* pre = B.GetInsertBlock();
+    auto* head = BasicBlock::Create(C, "run", F);
+    auto* step = BasicBlock::Create(C, "run.step", F);
+    auto* done = BasicBlock::Create(C, "run.done", F);
+    Value* first = B.CreateAdd(p, B.getInt64(1));
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    PHINode* q = B.CreatePHI(i64, 2);
+    q->addIncoming(first, pre);
+    Value* in = B.CreateICmpSLT(q, end);
+    auto* check = BasicBlock::Create(C, "run.check", F);
+    B.CreateCondBr(in, check, done);
+    B.SetInsertPoint(check);
+    B.CreateCondBr(B.CreateICmpEQ(crd(r.factor, r.level, q), c), step, done);
+    B.SetInsertPoint(step);
+    q->addIncoming(B.CreateAdd(q, B.getInt64(1)), step);
+    B.CreateBr(head);
+    B.SetInsertPoint(done);
+    PHINode* res = B.CreatePHI(i64, 2);
+    res->addIncoming(q, head);
+    res->addIncoming(q, check);
+    B.CreateStore(res, seg_end[r.factor][r.level]);
+    return res;
+  }
+  void locate(const Loop& lp, Value* v) {
+    for (auto& r : lp.locate)
+      B.CreateStore(B.CreateAdd(B.CreateMul(parent_pos(r.factor, r.level), dim[lp.index]), v), pos[r.factor][r.level]);
+  }
+  // lower_bound of v in crd[lo, hi)
+  Value* lower_bound(const LevelRef& r, Value* lo0, Value* hi0, Value* v) {
+    BasicBlock* pre = B.GetInsertBlock();
+    auto* head = BasicBlock::Create(C, "bs", F);
+    auto* body = BasicBlock::Create(C, "bs.body", F);
+    auto* done = BasicBlock::Create(C, "bs.done", F);
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    PHINode* lo = B.CreatePHI(i64, 2);
+    PHINode* hi = B.CreatePHI(i64, 2);
+    lo->addIncoming(lo0, pre);
+    hi->addIncoming(hi0, pre);
+    B.CreateCondBr(B.CreateICmpSLT(lo, hi), body, done);
+    B.SetInsertPoint(body);
+    Value* mid = B.CreateAdd(lo, B.CreateLShr(B.CreateSub(hi, lo), 1));
+    Value* less = B.CreateICmpSLT(crd(r.factor, r.level, mid), v);
+    lo->addIncoming(B.CreateSelect(less, B.CreateAdd(mid, B.getInt64(1)), lo), body);
+    hi->addIncoming(B.CreateSelect(less, hi, mid), body);
+    B.CreateBr(head);
+    B.SetInsertPoint(done);
+    return lo;
+  }
+  // Galloping from the segment start: probe start, start+1, start+3, ... then binary search.
+  Value* gallop(const LevelRef& r, Value* start, Value* end, Value* v) {
+    BasicBlock* pre = B.GetInsertBlock();
+    auto* head = BasicBlock::Create(C, "gal", F);
+    auto* check = BasicBlock::Create(C, "gal.check", F);
+    auto* step = BasicBlock::Create(C, "gal.step", F);
+    auto* done = BasicBlock::Create(C, "gal.done", F);
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    PHINode* lo = B.CreatePHI(i64, 2);
+    PHINode* hi = B.CreatePHI(i64, 2);
+    PHINode* st = B.CreatePHI(i64, 2);
+    lo->addIncoming(start, pre);
+    hi->addIncoming(start, pre);
+    st->addIncoming(B.getInt64(1), pre);
+    B.CreateCondBr(B.CreateICmpSLT(hi, end), check, done);
+    B.SetInsertPoint(check);
+    B.CreateCondBr(B.CreateICmpSLT(crd(r.factor, r.level, hi), v), step, done);
+    B.SetInsertPoint(step);
+    lo->addIncoming(B.CreateAdd(hi, B.getInt64(1)), step);
+    hi->addIncoming(B.CreateAdd(hi, st), step);
+    st->addIncoming(B.CreateShl(st, 1), step);
+    B.CreateBr(head);
+    B.SetInsertPoint(done);
+    PHINode* l2 = B.CreatePHI(i64, 2);
+    PHINode* h2 = B.CreatePHI(i64, 2);
+    l2->addIncoming(lo, head);
+    l2->addIncoming(lo, check);
+    h2->addIncoming(hi, head);
+    h2->addIncoming(hi, check);
+    Value* hic = B.CreateSelect(B.CreateICmpSLT(h2, end), h2, end);
+    return lower_bound(r, l2, hic, v);
+  }
+
+  // ---- loops
+  void gen(size_t k) {
+    if (nest.mode == OutputMode::Where && static_cast<int>(k) == nest.where_at && !in_producer) {
+      gen_where(k);
+      return;
+    }
+    if (k == nest.loops.size()) {
+      gen_compute();
+      return;
+    }
+    if (k == 0 && nest.mode == OutputMode::Emit && nest.emit_after < 0) {
+      gen_emitting([&] { gen_loop(k); });
+      return;
+    }
+    gen_loop(k);
+  }
+  template <class Body> void gen_emitting(Body body) {
+    B.CreateStore(zero(), acc);
+    B.CreateStore(B.getInt8(0), found);
+    body();
+    auto* yes = BasicBlock::Create(C, "emit", F);
+    auto* after = BasicBlock::Create(C, "emit.after", F);
+    B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(i8, found), B.getInt8(0)), yes, after);
+    B.SetInsertPoint(yes);
+    emit_entry(B.CreateLoad(CT, acc));
+    B.CreateBr(after);
+    B.SetInsertPoint(after);
+  }
+  void emit_entry(Value* v) {
+    for (size_t m = 0; m < e.output.indices.size(); ++m)
+      B.CreateStore(B.CreateLoad(i64, idx[e.output.indices[m]]), B.CreateConstGEP1_64(i64, coords, m));
+    Value* d = CT->isDoubleTy() ? v : B.CreateFPExt(v, Type::getDoubleTy(C));
+    B.CreateCall(emit_fn, {sink, coords, d});
+  }
+  void body_of(size_t k) {
+    if (nest.mode == OutputMode::Emit && static_cast<int>(k) == nest.emit_after) gen_emitting([&] { gen(k + 1); });
+    else gen(k + 1);
+  }
+
+  void gen_loop(size_t k) {
+    const Loop& lp = nest.loops[k];
+    if (lp.kind == LoopKind::Forsame) return gen_forsame(k);
+    if (lp.iterate.empty()) return gen_range(k);
+    if (lp.iterate.size() == 1) return gen_single(k);
+    gen_merge(k);
+  }
+
+  void gen_range(size_t k) {
+    const Loop& lp = nest.loops[k];
+    BasicBlock* pre = B.GetInsertBlock();
+    auto* head = BasicBlock::Create(C, "range", F);
+    auto* body = BasicBlock::Create(C, "range.body", F);
+    auto* exit = BasicBlock::Create(C, "range.exit", F);
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    PHINode* v = B.CreatePHI(i64, 2);
+    v->addIncoming(B.getInt64(0), pre);
+    B.CreateCondBr(B.CreateICmpSLT(v, dim[lp.index]), body, exit);
+    B.SetInsertPoint(body);
+    B.CreateStore(v, idx[lp.index]);
+    locate(lp, v);
+    body_of(k);
+    v->addIncoming(B.CreateAdd(v, B.getInt64(1)), B.GetInsertBlock());
+    B.CreateBr(head);
+    B.SetInsertPoint(exit);
+  }
+
+  void gen_single(size_t k) {
+    const Loop& lp = nest.loops[k];
+    const LevelRef r = lp.iterate[0];
+    auto [start, end] = segment(r);
+    BasicBlock* pre = B.GetInsertBlock();
+    auto* head = BasicBlock::Create(C, "iter", F);
+    auto* body = BasicBlock::Create(C, "iter.body", F);
+    auto* exit = BasicBlock::Create(C, "iter.exit", F);
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    PHINode* p = B.CreatePHI(i64, 2);
+    p->addIncoming(start, pre);
+    B.CreateCondBr(B.CreateICmpSLT(p, end), body, exit);
+    B.SetInsertPoint(body);
+    Value* v = crd(r.factor, r.level, p);
+    Value* next = nonunique(r) ? run_end(r, p, end, v) : B.CreateAdd(p, B.getInt64(1));
+    B.CreateStore(p, pos[r.factor][r.level]);
+    B.CreateStore(v, idx[lp.index]);
+    locate(lp, v);
+    body_of(k);
+    p->addIncoming(next, B.GetInsertBlock());
+    B.CreateBr(head);
+    B.SetInsertPoint(exit);
+  }
+
+  // Intersection of several sorted segments: all equal -> body and advance all; else advance
+  // every finger behind the largest coordinate.
+  void gen_merge(size_t k) {
+    const Loop& lp = nest.loops[k];
+    const size_t n = lp.iterate.size();
+    std::vector<Value*> start(n), end(n);
+    for (size_t i = 0; i < n; ++i) std::tie(start[i], end[i]) = segment(lp.iterate[i]);
+    if (n == 2 && !spec.scalar_only && simd_ok(lp.iterate[0]) && simd_ok(lp.iterate[1]))
+      std::tie(start[0], start[1]) = gen_simd_lane(k, start[0], end[0], start[1], end[1]);
+    BasicBlock* pre = B.GetInsertBlock();
+    auto* head = BasicBlock::Create(C, "merge", F);
+    auto* test = BasicBlock::Create(C, "merge.test", F);
+    auto* match = BasicBlock::Create(C, "merge.match", F);
+    auto* skip = BasicBlock::Create(C, "merge.skip", F);
+    auto* exit = BasicBlock::Create(C, "merge.exit", F);
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    std::vector<PHINode*> p(n);
+    Value* live = nullptr;
+    for (size_t i = 0; i < n; ++i) {
+      p[i] = B.CreatePHI(i64, 3);
+      p[i]->addIncoming(start[i], pre);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      Value* in = B.CreateICmpSLT(p[i], end[i]);
+      live = live ? B.CreateAnd(live, in) : in;
+    }
+    B.CreateCondBr(live, test, exit);
+    B.SetInsertPoint(test);
+    std::vector<Value*> c(n);
+    Value* v = nullptr;
+    for (size_t i = 0; i < n; ++i) {
+      c[i] = crd(lp.iterate[i].factor, lp.iterate[i].level, p[i]);
+      v = v ? B.CreateSelect(B.CreateICmpSGT(c[i], v), c[i], v) : c[i];
+    }
+    Value* all = nullptr;
+    for (size_t i = 0; i < n; ++i) {
+      Value* eq = B.CreateICmpEQ(c[i], v);
+      all = all ? B.CreateAnd(all, eq) : eq;
+    }
+    B.CreateCondBr(all, match, skip);
+    // behind: advance fingers below v
+    B.SetInsertPoint(skip);
+    std::vector<Value*> p_skip(n);
+    for (size_t i = 0; i < n; ++i) p_skip[i] = B.CreateAdd(p[i], B.CreateZExt(B.CreateICmpSLT(c[i], v), i64));
+    BasicBlock* skip_end = B.GetInsertBlock();
+    B.CreateBr(head);
+    // match: bind, run the body, advance all
+    B.SetInsertPoint(match);
+    std::vector<Value*> p_next(n);
+    for (size_t i = 0; i < n; ++i) {
+      const LevelRef& r = lp.iterate[i];
+      p_next[i] = nonunique(r) ? run_end(r, p[i], end[i], v) : B.CreateAdd(p[i], B.getInt64(1));
+      B.CreateStore(p[i], pos[r.factor][r.level]);
+    }
+    B.CreateStore(v, idx[lp.index]);
+    locate(lp, v);
+    body_of(k);
+    BasicBlock* match_end = B.GetInsertBlock();
+    B.CreateBr(head);
+    for (size_t i = 0; i < n; ++i) {
+      p[i]->addIncoming(p_skip[i], skip_end);
+      p[i]->addIncoming(p_next[i], match_end);
+    }
+    B.SetInsertPoint(exit);
+  }
+
+  bool simd_ok(const LevelRef& r) const {
+    return nest.factor_formats[r.factor].kinds[r.level] == LevelKind::Compressed && !nonunique(r);
+  }
+  static Value* mask_bits(IRBuilder<>& b, Value* cmp, unsigned n) {
+    return b.CreateZExt(b.CreateBitCast(cmp, IntegerType::get(b.getContext(), n)), b.getInt64Ty());
+  }
+  // The Splyce dual path's fast lane for a two-way intersection: while both segments have at
+  // least W coordinates left, load W of each, compare all pairs in vector registers (phase 1),
+  // run the body for each match in order (phases 2-3 scalar), and advance each block whose
+  // last coordinate is not beyond the other's. Returns where the scalar merge resumes.
+  std::pair<Value*, Value*> gen_simd_lane(size_t k, Value* sa, Value* ea, Value* sb, Value* eb) {
+    const Loop& lp = nest.loops[k];
+    const LevelRef ra = lp.iterate[0], rb = lp.iterate[1];
+    const unsigned W = IT == i64 ? 4 : 8;
+    auto* VTy = FixedVectorType::get(IT, W);
+    BasicBlock* pre = B.GetInsertBlock();
+    auto* head = BasicBlock::Create(C, "simd", F);
+    auto* block = BasicBlock::Create(C, "simd.block", F);
+    auto* mhead = BasicBlock::Create(C, "simd.match", F);
+    auto* mbody = BasicBlock::Create(C, "simd.match.body", F);
+    auto* advance = BasicBlock::Create(C, "simd.advance", F);
+    auto* exit = BasicBlock::Create(C, "simd.exit", F);
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    PHINode* pa = B.CreatePHI(i64, 2);
+    PHINode* pb = B.CreatePHI(i64, 2);
+    pa->addIncoming(sa, pre);
+    pb->addIncoming(sb, pre);
+    Value* room = B.CreateAnd(B.CreateICmpSLE(B.CreateAdd(pa, B.getInt64(W)), ea),
+                              B.CreateICmpSLE(B.CreateAdd(pb, B.getInt64(W)), eb));
+    B.CreateCondBr(room, block, exit);
+    B.SetInsertPoint(block);
+    Value* va = B.CreateAlignedLoad(VTy, B.CreateGEP(IT, crdp[ra.factor][ra.level], pa), Align(IT == i64 ? 8 : 4));
+    Value* vb = B.CreateAlignedLoad(VTy, B.CreateGEP(IT, crdp[rb.factor][rb.level], pb), Align(IT == i64 ? 8 : 4));
+    // lanes of a equal to some lane of b: OR over the W rotations-by-broadcast of b
+    Value* hit = nullptr;
+    for (unsigned j = 0; j < W; ++j) {
+      Value* bj = B.CreateVectorSplat(W, B.CreateExtractElement(vb, B.getInt32(j)));
+      Value* eq = B.CreateICmpEQ(va, bj);
+      hit = hit ? B.CreateOr(hit, eq) : eq;
+    }
+    Value* hits = mask_bits(B, hit, W);
+    Value* last_a = B.CreateExtractElement(va, B.getInt32(W - 1));
+    Value* last_b = B.CreateExtractElement(vb, B.getInt32(W - 1));
+    BasicBlock* block_end = B.GetInsertBlock();
+    B.CreateBr(mhead);
+    B.SetInsertPoint(mhead);
+    PHINode* m = B.CreatePHI(i64, 2);
+    m->addIncoming(hits, block_end);
+    B.CreateCondBr(B.CreateICmpNE(m, B.getInt64(0)), mbody, advance);
+    B.SetInsertPoint(mbody);
+    Value* lane = B.CreateIntrinsic(Intrinsic::cttz, {i64}, {m, B.getTrue()});
+    Value* c = B.CreateExtractElement(va, lane);
+    Value* lane_b = B.CreateIntrinsic(Intrinsic::cttz, {i64}, {mask_bits(B, B.CreateICmpEQ(vb, B.CreateVectorSplat(W, c)), W), B.getTrue()});
+    Value* v = IT == i64 ? c : B.CreateSExt(c, i64);
+    B.CreateStore(B.CreateAdd(pa, lane), pos[ra.factor][ra.level]);
+    B.CreateStore(B.CreateAdd(pb, lane_b), pos[rb.factor][rb.level]);
+    B.CreateStore(v, idx[lp.index]);
+    locate(lp, v);
+    body_of(k);
+    m->addIncoming(B.CreateAnd(m, B.CreateSub(m, B.getInt64(1))), B.GetInsertBlock());
+    B.CreateBr(mhead);
+    B.SetInsertPoint(advance);
+    Value* na = B.CreateSelect(B.CreateICmpSLE(last_a, last_b), B.CreateAdd(pa, B.getInt64(W)), pa);
+    Value* nb = B.CreateSelect(B.CreateICmpSLE(last_b, last_a), B.CreateAdd(pb, B.getInt64(W)), pb);
+    pa->addIncoming(na, advance);
+    pb->addIncoming(nb, advance);
+    B.CreateBr(head);
+    B.SetInsertPoint(exit);
+    return {pa, pb};
+  }
+
+  // v is bound: each follower searches it in its segment; the body runs where all have it.
+  void gen_forsame(size_t k) {
+    const Loop& lp = nest.loops[k];
+    Value* v = B.CreateLoad(i64, idx[lp.index]);
+    auto* skip = BasicBlock::Create(C, "forsame.skip", F);
+    for (auto& r : lp.search) {
+      auto [start, end] = segment(r);
+      Value* p = lp.search_kind == einsum::SearchKind::Galloping ? gallop(r, start, end, v) : lower_bound(r, start, end, v);
+      auto* check = BasicBlock::Create(C, "forsame.check", F);
+      auto* hit = BasicBlock::Create(C, "forsame.hit", F);
+      B.CreateCondBr(B.CreateICmpSLT(p, end), check, skip);
+      B.SetInsertPoint(check);
+      B.CreateCondBr(B.CreateICmpEQ(crd(r.factor, r.level, p), v), hit, skip);
+      B.SetInsertPoint(hit);
+      if (nonunique(r)) run_end(r, p, end, v);
+      B.CreateStore(p, pos[r.factor][r.level]);
+    }
+    locate(lp, v);
+    body_of(k);
+    B.CreateBr(skip);
+    B.SetInsertPoint(skip);
+  }
+
+  void gen_compute() {
+    Value* prod = nullptr;
+    for (size_t f = 0; f < term.factors.size(); ++f) {
+      const int order = nest.factor_formats[f].order;
+      Value* p = order == 0 ? B.getInt64(0) : static_cast<Value*>(B.CreateLoad(i64, pos[f][order - 1]));
+      Value* x = load_value(f, p);
+      prod = prod ? mul(prod, x) : (term.factors.size() == 1 ? mul_single(x) : x);
+    }
+    switch (nest.mode) {
+      case OutputMode::Dense: {
+        Value* op = B.getInt64(0);
+        for (int v : nest.out_indices) op = B.CreateAdd(B.CreateMul(op, dim[v]), B.CreateLoad(i64, idx[v]));
+        Value* where = B.CreateGEP(VT, out, op);
+        Value* old = VT == i8 ? B.CreateUIToFP(B.CreateLoad(i8, where), CT) : static_cast<Value*>(B.CreateLoad(VT, where));
+        store_value(where, add(old, prod));
+        if (nest.presence) B.CreateStore(B.getInt8(1), B.CreateGEP(i8, present, op));
+        break;
+      }
+      case OutputMode::Emit:
+        B.CreateStore(add(B.CreateLoad(CT, acc), prod), acc);
+        B.CreateStore(B.getInt8(1), found);
+        break;
+      case OutputMode::Where: {
+        Value* w = B.CreateLoad(i64, idx[nest.out_indices.back()]);
+        Value* flag_at = B.CreateGEP(i8, ws_flags, w);
+        Value* val_at = B.CreateGEP(CT, ws_vals, w);
+        auto* fresh = BasicBlock::Create(C, "ws.new", F);
+        auto* again = BasicBlock::Create(C, "ws.add", F);
+        auto* done = BasicBlock::Create(C, "ws.done", F);
+        B.CreateCondBr(B.CreateICmpEQ(B.CreateLoad(i8, flag_at), B.getInt8(0)), fresh, again);
+        B.SetInsertPoint(fresh);
+        B.CreateStore(B.getInt8(1), flag_at);
+        Value* n = B.CreateLoad(i64, ws_count);
+        B.CreateStore(w, B.CreateGEP(i64, ws_list, n));
+        B.CreateStore(B.CreateAdd(n, B.getInt64(1)), ws_count);
+        B.CreateStore(add(zero(), prod), val_at);
+        B.CreateBr(done);
+        B.SetInsertPoint(again);
+        B.CreateStore(add(B.CreateLoad(CT, val_at), prod), val_at);
+        B.CreateBr(done);
+        B.SetInsertPoint(done);
+        break;
+      }
+    }
+  }
+  // A single factor under plus-pair still counts 1 per entry; other semirings keep the value.
+  Value* mul_single(Value* x) { return spec.semiring == SJ_SEMIRING_PLUS_PAIR ? ConstantFP::get(CT, 1.0) : x; }
+
+  // where: producer (loops k..) into the workspace, then the consumer drains it in order.
+  void gen_where(size_t k) {
+    B.CreateStore(B.getInt64(0), ws_count);
+    in_producer = true;
+    gen(k);
+    in_producer = false;
+    Value* n = B.CreateLoad(i64, ws_count);
+    B.CreateCall(sort_fn, {ws_list, n});
+    const int w = nest.out_indices.back();
+    BasicBlock* pre = B.GetInsertBlock();
+    auto* head = BasicBlock::Create(C, "consume", F);
+    auto* body = BasicBlock::Create(C, "consume.body", F);
+    auto* exit = BasicBlock::Create(C, "consume.exit", F);
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    PHINode* t = B.CreatePHI(i64, 2);
+    t->addIncoming(B.getInt64(0), pre);
+    B.CreateCondBr(B.CreateICmpSLT(t, n), body, exit);
+    B.SetInsertPoint(body);
+    Value* c = B.CreateLoad(i64, B.CreateGEP(i64, ws_list, t));
+    B.CreateStore(c, idx[w]);
+    emit_entry(B.CreateLoad(CT, B.CreateGEP(CT, ws_vals, c)));
+    B.CreateStore(B.getInt8(0), B.CreateGEP(i8, ws_flags, c));
+    t->addIncoming(B.CreateAdd(t, B.getInt64(1)), B.GetInsertBlock());
+    B.CreateBr(head);
+    B.SetInsertPoint(exit);
+  }
+
+  LLVMContext& C;
+  Module& M;
+  IRBuilder<> B;
+  const EinsumKernelSpec& spec;
+  const LoopNest& nest;
+  const einsum::Term& term;
+  const einsum::Expression& e;
+  Function* F = nullptr;
+  Function* emit_fn = nullptr;
+  Function* sort_fn = nullptr;
+  Type *i64 = nullptr, *i8 = nullptr, *i1 = nullptr, *ptr = nullptr, *IT = nullptr, *CT = nullptr, *VT = nullptr;
+  Value *out = nullptr, *present = nullptr, *sink = nullptr, *ws_vals = nullptr, *ws_flags = nullptr, *ws_list = nullptr;
+  std::vector<std::vector<Value*>> posp, crdp, pos, seg_end;
+  std::vector<Value*> valp, dim, idx;
+  Value *acc = nullptr, *found = nullptr, *ws_count = nullptr, *coords = nullptr;
+  bool in_producer = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The process-wide JIT, its compiler and the object cache
+
+// Objects keyed by module identifier: the identifier is the kernel's canonical key text,
+// whose hash names the store entry; the payload starts with the text, checked on load.
+class StoreObjectCache : public ObjectCache {
+ public:
+  cache::PersistentStore* store = nullptr;  // set for the compile in progress (under the compile mutex)
+  bool hit = false;
+
+  static cache::KernelKey key_for(const std::string& text) {
+    auto k = cache::KernelKey::make(cache::KeyKind::LlvmObject);
+    k.detail = cache::hash64(text.data(), text.size());
+    return k;
+  }
+  std::unique_ptr<MemoryBuffer> getObject(const Module* m) override {
+    if (!store) return nullptr;
+    const std::string text = m->getModuleIdentifier();
+    auto payload = store->load(key_for(text));
+    if (!payload || payload->size() < 8) return nullptr;
+    uint64_t len;
+    std::memcpy(&len, payload->data(), 8);
+    if (len != text.size() || payload->size() < 8 + len || std::memcmp(payload->data() + 8, text.data(), len) != 0)
+      return nullptr;  // a different kernel with the same hash: compile instead
+    hit = true;
+    StringRef obj(reinterpret_cast<const char*>(payload->data()) + 8 + len, payload->size() - 8 - len);
+    return MemoryBuffer::getMemBufferCopy(obj, "sj-einsum-cached");
+  }
+  void notifyObjectCompiled(const Module* m, MemoryBufferRef obj) override {
+    if (!store) return;
+    const std::string text = m->getModuleIdentifier();
+    std::string payload(8, '\0');
+    uint64_t len = text.size();
+    std::memcpy(payload.data(), &len, 8);
+    payload += text;
+    payload.append(obj.getBufferStart(), obj.getBufferSize());
+    store->store(key_for(text), payload);
+  }
+};
+
+// Asks the cache first (skipping optimisation on a hit), else runs the O3 pipeline and codegen.
+class CachingOptimizingCompiler : public orc::IRCompileLayer::IRCompiler {
+ public:
+  CachingOptimizingCompiler(std::unique_ptr<TargetMachine> tm, StoreObjectCache& cache)
+      : IRCompiler(orc::irManglingOptionsFromTargetOptions(tm->Options)), tm_(std::move(tm)), cache_(cache) {}
+  Expected<std::unique_ptr<MemoryBuffer>> operator()(Module& m) override {
+    if (auto cached = cache_.getObject(&m)) return cached;
+    optimize(m);
+    orc::SimpleCompiler compile(*tm_);
+    auto obj = compile(m);
+    if (obj) cache_.notifyObjectCompiled(&m, (*obj)->getMemBufferRef());
+    return obj;
+  }
+  bool scalar_only = false;
+
+ private:
+  void optimize(Module& m) {
+    LoopAnalysisManager lam;
+    FunctionAnalysisManager fam;
+    CGSCCAnalysisManager cgam;
+    ModuleAnalysisManager mam;
+    PipelineTuningOptions pto;
+    pto.LoopVectorization = !scalar_only;
+    pto.SLPVectorization = !scalar_only;
+    PassBuilder pb(tm_.get(), pto);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(OptimizationLevel::O3);
+    mpm.run(m, mam);
+  }
+  std::unique_ptr<TargetMachine> tm_;
+  StoreObjectCache& cache_;
+};
+
+struct Jit {
+  std::unique_ptr<orc::LLJIT> lljit;
+  StoreObjectCache cache;
+  CachingOptimizingCompiler* compiler = nullptr;
+  std::string cpu, features;
+  std::string error;
+  std::recursive_mutex mutex;  // one compile or removal at a time (recursive: a kernel dropped while compiling)
+  std::map<std::string, std::weak_ptr<const EinsumKernel>> live;  // in-memory sharing by key text
+  uint64_t counter = 0;
+};
+
+Jit& jit() {
+  static Jit* j = [] {
+    auto* j = new Jit;  // lives for the process (kernels may be destroyed during exit)
+    InitializeNativeTarget();
+    InitializeNativeTargetAsmPrinter();
+    auto jtmb = orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) {
+      j->error = toString(jtmb.takeError());
+      return j;
+    }
+    jtmb->setCodeGenOptLevel(CodeGenOpt::Aggressive);
+    j->cpu = jtmb->getCPU();
+    j->features = jtmb->getFeatures().getString();
+    auto built = orc::LLJITBuilder()
+                     .setJITTargetMachineBuilder(*jtmb)
+                     .setCompileFunctionCreator([j](orc::JITTargetMachineBuilder b)
+                                                    -> Expected<std::unique_ptr<orc::IRCompileLayer::IRCompiler>> {
+                       auto tm = b.createTargetMachine();
+                       if (!tm) return tm.takeError();
+                       auto c = std::make_unique<CachingOptimizingCompiler>(std::move(*tm), j->cache);
+                       j->compiler = c.get();
+                       return c;
+                     })
+                     .create();
+    if (!built) {
+      j->error = toString(built.takeError());
+      return j;
+    }
+    j->lljit = std::move(*built);
+    auto& main = j->lljit->getMainJITDylib();
+    auto& es = j->lljit->getExecutionSession();
+    orc::SymbolMap syms;
+    syms[es.intern("sj_einsum_emit")] = JITEvaluatedSymbol(pointerToJITTargetAddress(&sj_einsum_emit), JITSymbolFlags::Exported);
+    syms[es.intern("sj_einsum_sort")] = JITEvaluatedSymbol(pointerToJITTargetAddress(&sj_einsum_sort), JITSymbolFlags::Exported);
+    if (auto err = main.define(orc::absoluteSymbols(std::move(syms)))) j->error = toString(std::move(err));
+    return j;
+  }();
+  return *j;
+}
+
+std::string key_text(const EinsumKernelSpec& s, const Jit& j) {
+  return cat("einsum v1|", s.expr->canonical(), "|", s.nest->signature(*s.expr, *s.term), "|index=", to_string(s.index_type),
+             "|value=", to_string(s.value_type), "|semiring=", to_string(s.semiring), "|scalar=", s.scalar_only,
+             "|cpu=", j.cpu, "|features=", j.features);
+}
+
+}  // namespace
+
+EinsumKernel::~EinsumKernel() {
+  if (!dylib) return;
+  Jit& j = jit();
+  std::lock_guard lock(j.mutex);
+  auto* jd = static_cast<orc::JITDylib*>(dylib);
+  if (auto err = j.lljit->getExecutionSession().removeJITDylib(*jd)) consumeError(std::move(err));
+}
+
+std::string llvm_host_target() {
+  Jit& j = jit();
+  return j.cpu + " " + j.features;
+}
+
+EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::PersistentStore* store, bool want_ir) {
+  auto t0 = std::chrono::steady_clock::now();
+  EinsumCompileResult res;
+  Jit& j = jit();
+  if (!j.lljit) {
+    res.error = "LLVM JIT unavailable: " + j.error;
+    return res;
+  }
+  const std::string text = key_text(spec, j);
+  std::lock_guard lock(j.mutex);
+  if (auto it = j.live.find(text); it != j.live.end())
+    if (auto k = it->second.lock()) {
+      res.kernel = k;
+      res.source = "memory";
+      res.ms = ms_since(t0);
+      return res;
+    }
+  try {
+    auto ctx = std::make_unique<LLVMContext>();
+    auto mod = std::make_unique<Module>(text, *ctx);
+    mod->setDataLayout(j.lljit->getDataLayout());
+    mod->setTargetTriple(j.lljit->getTargetTriple().str());
+    const std::string fname = "sj_einsum_kernel";
+    NestCodegen gen(*ctx, *mod, spec);
+    Function* f = gen.run(fname);
+    f->addFnAttr("target-cpu", spec.scalar_only ? "x86-64" : j.cpu);
+    f->addFnAttr("target-features", spec.scalar_only ? "" : j.features);
+    std::string verify;
+    raw_string_ostream vs(verify);
+    if (verifyModule(*mod, &vs)) {
+      res.error = "generated IR does not verify: " + vs.str();
+      return res;
+    }
+    auto jdx = j.lljit->createJITDylib(cat("sj_einsum_", ++j.counter));
+    if (!jdx) {
+      res.error = toString(jdx.takeError());
+      return res;
+    }
+    orc::JITDylib& jd = *jdx;
+    jd.addToLinkOrder(j.lljit->getMainJITDylib());
+    auto kernel = std::make_shared<EinsumKernel>();
+    kernel->dylib = &jd;  // removed with the kernel from here on
+    kernel->key_text = text;
+    j.cache.store = store;
+    j.cache.hit = false;
+    if (j.compiler) j.compiler->scalar_only = spec.scalar_only;
+    if (auto err = j.lljit->addIRModule(jd, orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
+      res.error = toString(std::move(err));
+      j.cache.store = nullptr;
+      kernel->dylib = nullptr;
+      (void)j.lljit->getExecutionSession().removeJITDylib(jd);
+      return res;
+    }
+    auto addr = j.lljit->lookup(jd, fname);
+    j.cache.store = nullptr;
+    if (!addr) {
+      res.error = toString(addr.takeError());
+      kernel->dylib = nullptr;
+      if (auto err = j.lljit->getExecutionSession().removeJITDylib(jd)) consumeError(std::move(err));
+      return res;
+    }
+    kernel->fn = addr->toPtr<EinsumKernelFn>();
+    res.source = j.cache.hit ? "disk" : "compiled";
+    j.live[text] = kernel;
+    // The lock guards removal too, so the kernel is handed out with it released.
+    res.kernel = std::move(kernel);
+  } catch (const std::exception& ex) {
+    res.error = ex.what();
+    return res;
+  }
+  (void)want_ir;
+  res.ms = ms_since(t0);
+  return res;
+}
+
+}  // namespace sj::jit

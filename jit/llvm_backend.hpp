@@ -1,0 +1,69 @@
+// The LLVM ORC backend of index-notation kernels: lowers a LoopNest (src/loop_ir.hpp) to LLVM
+// IR with IRBuilder, optimises it with the O3 pipeline for the host CPU and links it with one
+// process-wide LLJIT. Compiled objects go through an llvm::ObjectCache backed by the
+// runtime's PersistentStore, so another process with the same cache folder links the stored
+// object instead of compiling (each kernel lives in its own JITDylib and is removed when its
+// last owner goes). Compiled kernels are also shared in memory by key.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "sparsejit/sparsejit.h"
+#include "src/einsum_parser.hpp"
+#include "src/loop_ir.hpp"
+#include "src/types.hpp"
+
+namespace sj::cache {
+class PersistentStore;
+}
+
+namespace sj::jit {
+
+// Argument slots: arrays[f * kEinsumSlotsPerFactor + 2*l] = level l's pos (int64),
+// + 2*l + 1 = its crd (index type), + 2*kMaxOrder = the values of factor f.
+inline constexpr int kEinsumSlotsPerFactor = 2 * 4 + 1;
+
+// The generated function. dims: per index id. out: dense output values (value type) or null;
+// present: per dense output position, set to 1 where a product was formed (or null); sink:
+// receives sparse output entries through sj_einsum_emit; ws_*: the where workspace (values in
+// the compute type, flags zeroed, list) sized to the workspace index's dimension.
+using EinsumKernelFn = void (*)(const void* const* arrays, const int64_t* dims, void* out, uint8_t* present,
+                                void* sink, void* ws_vals, uint8_t* ws_flags, int64_t* ws_list);
+
+// What decides the generated code.
+struct EinsumKernelSpec {
+  const einsum::Expression* expr = nullptr;
+  const einsum::Term* term = nullptr;
+  const einsum::LoopNest* nest = nullptr;
+  IndexType index_type = IndexType::I32;
+  ValueType value_type = ValueType::F64;
+  sj_semiring semiring = SJ_SEMIRING_PLUS_TIMES;
+  bool scalar_only = false;  // no vectorisation and a baseline x86-64 target (the ablation build)
+};
+
+class EinsumKernel {
+ public:
+  ~EinsumKernel();
+  EinsumKernelFn fn = nullptr;
+  std::string key_text;  // the canonical text the cache keys by
+  void* dylib = nullptr;  // llvm::orc::JITDylib*, removed with the kernel
+};
+
+struct EinsumCompileResult {
+  std::shared_ptr<const EinsumKernel> kernel;  // null when compilation failed
+  std::string source;   // "compiled", "memory" or "disk"
+  double ms = 0;        // time to get the kernel (IR build + optimise + codegen + link, or load)
+  std::string error;    // why it failed
+  std::string ir;       // the optimised IR (only when asked, for explain/debugging)
+};
+
+// Compiles (or finds) the kernel for `spec`. `store` may be null (no disk cache). Never
+// throws for a failure of LLVM; the caller falls back to the reference evaluator.
+EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::PersistentStore* store,
+                                          bool want_ir = false);
+
+// The host CPU name and features the backend targets ("skylake-avx512 +avx2,...").
+std::string llvm_host_target();
+
+}  // namespace sj::jit

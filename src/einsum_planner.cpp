@@ -1,0 +1,619 @@
+#include "src/einsum_planner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "cache/persistent_store.hpp"
+#include "jit/llvm_backend.hpp"
+#include "kernels/einsum_reference.hpp"
+#include "src/derived_forms.hpp"
+#include "src/dispatch.hpp"
+#include "src/einsum_format.hpp"
+#include "src/error.hpp"
+#include "src/json_writer.hpp"
+#include "src/logging.hpp"
+
+namespace sj::einsum {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Model constants (≈ ns on this class of machine): one step of a loop over a level, one
+// comparison step of a merge, a search's fixed and per-halving cost, one multiply-add, one
+// output entry, and one converted entry (sort-based conversion).
+constexpr double kLoopStep = 1.0, kMergeStep = 1.5, kSearchBase = 3.0, kSearchStep = 2.5, kCompute = 1.0,
+                 kEmit = 6.0, kConvertPerEntry = 20.0;
+
+// The indices of access `a` in the level order of `spec`.
+std::vector<int> level_indices(const Access& a, const FormatSpec& spec) {
+  std::vector<int> out;
+  for (int l = 0; l < spec.order; ++l) out.push_back(a.indices[spec.mode_order[l]]);
+  return out;
+}
+
+bool is_subsequence(const std::vector<int>& sub, const std::vector<int>& seq) {
+  size_t k = 0;
+  for (int v : sub) {
+    while (k < seq.size() && seq[k] != v) ++k;
+    if (k == seq.size()) return false;
+    ++k;
+  }
+  return true;
+}
+
+bool has_repeat(const std::vector<int>& order) {
+  for (size_t a = 0; a < order.size(); ++a)
+    for (size_t b = a + 1; b < order.size(); ++b)
+      if (order[a] == order[b]) return true;
+  return false;
+}
+
+std::string spec_key(const FormatSpec& s, IndexType it) { return cat("einsum-form:", format_text(s), ":", to_string(it)); }
+
+// Mean and spread of the segment lengths of level l (compressed levels; exact, O(parents)).
+struct LevelStats {
+  double mean = 1, stddev = 0;
+};
+LevelStats level_stats(const Tensor& t, int l) {
+  LevelStats s;
+  if (l >= t.order) return s;
+  const int64_t parents = l == 0 ? 1 : t.level_entries(l - 1);
+  const Level& lv = t.levels[l];
+  if (lv.kind == LevelKind::Dense) return {static_cast<double>(t.level_dim(l)), 0};
+  if (lv.kind == LevelKind::Singleton || parents == 0) return s;
+  const int64_t* pos = lv.pos.as<int64_t>();
+  double sum = 0, sq = 0;
+  for (int64_t p = 0; p < parents; ++p) {
+    double len = static_cast<double>(pos[p + 1] - pos[p]);
+    sum += len;
+    sq += len * len;
+  }
+  s.mean = sum / parents;
+  s.stddev = std::sqrt(std::max(0.0, sq / parents - s.mean * s.mean));
+  return s;
+}
+
+}  // namespace
+
+EinsumPlan::~EinsumPlan() = default;
+
+void EinsumPlan::check_operands(const std::vector<Tensor>& ops, bool planning) {
+  if (ops.size() != expr_.operands.size()) {
+    std::string names;
+    for (auto& n : expr_.operands) names += (names.empty() ? "" : ", ") + n;
+    fail(SJ_ERR_INVALID_ARGUMENT, "the expression takes ", expr_.operands.size(), " operands (", names, ", in order of ",
+         "first appearance), got ", ops.size());
+  }
+  // every access agrees with its tensor's order; every index has one extent
+  std::vector<int64_t> dims(expr_.index_names.size(), -1);
+  std::vector<std::string> where(expr_.index_names.size());
+  for (auto& term : expr_.terms)
+    for (auto& a : term.factors) {
+      const Tensor& t = ops[expr_.operand_of(a)];
+      check_operand(t, expr_, a);
+      for (size_t m = 0; m < a.indices.size(); ++m) {
+        int v = a.indices[m];
+        if (dims[v] < 0) {
+          dims[v] = t.dims[m];
+          where[v] = Expression::access_text(expr_, a);
+        } else if (dims[v] != t.dims[m]) {
+          fail(SJ_ERR_SHAPE_MISMATCH, "index '", expr_.index_names[v], "' has extent ", dims[v], " in ", where[v], " but ",
+               t.dims[m], " in ", Expression::access_text(expr_, a));
+        }
+      }
+    }
+  ValueType vt = ops.empty() ? ValueType::F64 : ops[0].value_type;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].value_type != vt)
+      fail(SJ_ERR_TYPE_MISMATCH, expr_.operands[i], " holds ", to_string(ops[i].value_type), " values but ",
+           expr_.operands[0], " holds ", to_string(vt));
+  if (vt == ValueType::Bool && options_.semiring != SJ_SEMIRING_OR_AND)
+    fail(SJ_ERR_TYPE_MISMATCH, "bool operands need the or-and semiring, not ", to_string(options_.semiring));
+  if (planning) {
+    index_dims_ = dims;
+    value_type_ = vt;
+    index_type_ = IndexType::I32;
+    for (auto& t : ops)
+      if (t.index_type == IndexType::I64) index_type_ = IndexType::I64;
+    for (auto& t : ops) given_.push_back(t.describe());
+  } else if (dims != index_dims_) {
+    fail(SJ_ERR_SHAPE_MISMATCH, "operands do not have the planned shapes");
+  }
+}
+
+Tensor EinsumPlan::factor_tensor(const Tensor& operand, const FormatSpec& spec) const {
+  if (format_spec_of(operand) == spec && operand.index_type == index_type_) return operand;
+  auto make = [&] { return convert(operand, spec, index_type_, ctx_.allocator); };
+  if (operand.derived) return operand.derived->get_or_make(spec_key(spec, index_type_), make);
+  return make();
+}
+
+// Estimated cost of running candidate c: walk the loops keeping the expected number of times
+// each body runs, from the mean segment length of each level (exact for the operands' own
+// layouts, uniform estimates for converted ones).
+double EinsumPlan::simulate(const Term& term, const EinsumCandidate& c, const std::vector<Tensor>& ops) const {
+  LoopNest nest = LoopNest::build(expr_, term, c.formats, {}, c.order, OutputMode::Dense, c.search);
+  auto mean_len = [&](const LevelRef& r) -> double {
+    const Tensor& t = ops[expr_.operand_of(term.factors[r.factor])];
+    const FormatSpec& spec = c.formats[r.factor];
+    if (!c.converted[r.factor]) return std::max(1e-9, level_stats(t, r.level).mean);
+    // uniform estimate: entries at level l ≈ min(product of the level extents, nnz)
+    double above = 1, here = 1;
+    for (int l = 0; l <= r.level; ++l) {
+      here *= static_cast<double>(t.dims[spec.mode_order[l]]);
+      if (l < r.level) above = here;
+    }
+    const double nnz = static_cast<double>(t.nnz());
+    return std::max(1e-9, std::min(here, nnz) / std::max(1.0, std::min(above, nnz)));
+  };
+  double n = 1, cost = 0;
+  for (auto& lp : nest.loops) {
+    const double d = std::max<double>(1, index_dims_[lp.index]);
+    if (lp.kind == LoopKind::Forsame) {
+      double p = 1;
+      for (auto& r : lp.search) {
+        double len = mean_len(r);
+        cost += n * (kSearchBase + kSearchStep * std::log2(len + 1) * (c.search == SearchKind::Galloping ? 1.3 : 1.0));
+        p *= std::min(1.0, len / d);
+      }
+      n *= p;
+    } else if (lp.iterate.empty()) {
+      cost += n * d * kLoopStep;
+      n *= d;
+    } else {
+      double shortest = 1e300, sum = 0, p = 1;
+      for (auto& r : lp.iterate) {
+        double len = mean_len(r);
+        sum += len;
+        shortest = std::min(shortest, len);
+      }
+      for (auto& r : lp.iterate) p *= std::min(1.0, mean_len(r) / d);
+      cost += n * sum * (lp.iterate.size() > 1 ? kMergeStep : kLoopStep);
+      n *= lp.iterate.size() > 1 ? d * p : shortest;
+    }
+  }
+  cost += n * kCompute;
+  if (c.mode != OutputMode::Dense) cost += n * kEmit * 0.5;
+  for (size_t f = 0; f < c.formats.size(); ++f)
+    if (c.converted[f]) {
+      const Tensor& t = ops[expr_.operand_of(term.factors[f])];
+      // a conversion already kept with the operand's handle costs nothing more
+      bool cached = false;
+      if (t.derived) {
+        std::lock_guard lock(t.derived->mutex);
+        for (auto& [k, _] : t.derived->forms) cached |= k == spec_key(c.formats[f], index_type_);
+      }
+      if (!cached) cost += static_cast<double>(t.nnz()) * kConvertPerEntry;
+    }
+  return cost;
+}
+
+std::vector<EinsumCandidate> EinsumPlan::candidates_for(const Term& term, const IterationGraph& g,
+                                                         const std::vector<Tensor>& ops) {
+  std::vector<EinsumCandidate> out;
+  const size_t nf = term.factors.size();
+  std::vector<FormatSpec> base(nf);
+  for (size_t f = 0; f < nf; ++f) base[f] = operand_formats_[expr_.operand_of(term.factors[f])];
+  // search kind from the followers' statistics: galloping for short rows, binary for long or uneven ones
+  auto search_kind = [&](const EinsumCandidate& c, std::string* why) {
+    LoopNest nest = LoopNest::build(expr_, term, c.formats, {}, c.order, OutputMode::Dense, SearchKind::Binary);
+    double worst_mean = 0, worst_sd = 0;
+    for (auto& lp : nest.loops)
+      for (auto& r : lp.search) {
+        LevelStats s = level_stats(ops[expr_.operand_of(term.factors[r.factor])], r.level);
+        worst_mean = std::max(worst_mean, s.mean);
+        worst_sd = std::max(worst_sd, s.stddev);
+      }
+    const bool gallop = worst_mean <= 12 && worst_sd <= 2 * worst_mean + 1;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "searched segments: mean %.1f, stddev %.1f -> %s", worst_mean, worst_sd,
+                  gallop ? "galloping" : "binary");
+    *why = buf;
+    return gallop ? SearchKind::Galloping : SearchKind::Binary;
+  };
+  auto add = [&](EinsumCandidate c) {
+    c.cost = simulate(term, c, ops);
+    out.push_back(std::move(c));
+  };
+  std::vector<std::vector<int>> orders;
+  if (!tuning_.loop_order.empty()) {
+    std::vector<int> forced;
+    for (auto& name : tuning_.loop_order) {
+      auto it = std::find(expr_.index_names.begin(), expr_.index_names.end(), name);
+      if (it == expr_.index_names.end()) fail(SJ_ERR_INVALID_ARGUMENT, "loop order names unknown index '", name, "'");
+      forced.push_back(static_cast<int>(it - expr_.index_names.begin()));
+    }
+    OutputMode m;
+    if (!g.admits(forced))
+      fail(SJ_ERR_INVALID_ARGUMENT, "loop order ", order_text(expr_, forced), " does not contain every tensor's level order (",
+           g.describe(expr_, term), ")");
+    if (!g.output_mode(forced, &m))
+      fail(SJ_ERR_INVALID_ARGUMENT, "loop order ", order_text(expr_, forced), " cannot write the sparse output in order");
+    orders.push_back(forced);
+  } else {
+    orders = g.loop_orders();
+  }
+  for (auto& o : orders) {
+    EinsumCandidate c;
+    c.order = o;
+    g.output_mode(o, &c.mode);
+    c.formats = base;
+    c.converted.assign(nf, false);
+    const bool repeat = has_repeat(o);
+    c.schedule = repeat ? SJ_SCHEDULE_SEARCH : c.mode == OutputMode::Where ? SJ_SCHEDULE_FUSED : SJ_SCHEDULE_INNER;
+    std::string why;
+    if (repeat) c.search = search_kind(c, &why);
+    c.note = cat("order ", order_text(expr_, o), repeat ? " (forsome/forsame; " + why + ")" : "",
+                 c.mode == OutputMode::Where ? " with a where workspace" : "");
+    add(std::move(c));
+  }
+  // transpose-then-compute: orders without repeats, converting each operand whose level order disagrees
+  if (tuning_.loop_order.empty()) {
+    std::vector<std::vector<int>> perms;
+    for (auto& o : orders) {
+      std::vector<int> p;
+      for (int v : o)
+        if (std::find(p.begin(), p.end(), v) == p.end()) p.push_back(v);
+      if (std::find(perms.begin(), perms.end(), p) == perms.end()) perms.push_back(p);
+    }
+    for (auto& p : perms) {
+      OutputMode m;
+      if (!g.output_mode(p, &m)) continue;
+      EinsumCandidate c;
+      c.order = p;
+      c.mode = m;
+      c.formats = base;
+      c.converted.assign(nf, false);
+      std::string what;
+      for (size_t f = 0; f < nf; ++f) {
+        if (is_subsequence(g.constraints[f], p)) continue;
+        FormatSpec s = base[f];
+        std::vector<int> modes(s.order);
+        for (int l = 0; l < s.order; ++l) modes[l] = s.mode_order[l];
+        auto rank = [&](int mode) {
+          return std::find(p.begin(), p.end(), term.factors[f].indices[mode]) - p.begin();
+        };
+        std::stable_sort(modes.begin(), modes.end(), [&](int a, int b) { return rank(a) < rank(b); });
+        for (int l = 0; l < s.order; ++l) s.mode_order[l] = modes[l];
+        // a non-unique/singleton pair only makes sense in place; use compressed levels when reordered
+        for (int l = 0; l < s.order; ++l) {
+          s.unique[l] = true;
+          if (s.kinds[l] == LevelKind::Singleton) s.kinds[l] = LevelKind::Compressed;
+        }
+        c.formats[f] = s;
+        c.converted[f] = true;
+        what += cat(what.empty() ? "" : ", ", term.factors[f].tensor, " to ", format_text(s, expr_, term.factors[f]));
+      }
+      if (what.empty()) continue;  // nothing conflicts: already the plain candidate
+      c.schedule = SJ_SCHEDULE_TRANSPOSE;
+      c.note = cat("order ", order_text(expr_, p), ", convert ", what, " (kept with the operand)",
+                   m == OutputMode::Where ? " with a where workspace" : "");
+      add(std::move(c));
+    }
+  }
+  return out;
+}
+
+EinsumPlan::EinsumPlan(const Context& ctx, std::string_view expression, const std::vector<Tensor>& operands,
+                       const std::vector<std::optional<std::string>>& formats,
+                       const std::optional<std::string>& output_format, const sj_op_options& options,
+                       const EinsumTuning& tuning)
+    : ctx_(ctx), expr_(parse(expression)), options_(options), tuning_(tuning) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (options_.semiring < SJ_SEMIRING_PLUS_TIMES || options_.semiring > SJ_SEMIRING_PLUS_PAIR)
+    fail(SJ_ERR_INVALID_ARGUMENT, "unknown semiring ", static_cast<int>(options_.semiring));
+  check_operands(operands, true);
+  if (!formats.empty() && formats.size() != operands.size())
+    fail(SJ_ERR_INVALID_ARGUMENT, "formats: ", formats.size(), " entries for ", operands.size(), " operands");
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Access* first = nullptr;
+    for (auto& term : expr_.terms)
+      for (auto& a : term.factors)
+        if (!first && a.tensor == expr_.operands[i]) first = &a;
+    if (!formats.empty() && formats[i]) operand_formats_.push_back(parse_format(*formats[i], expr_, *first));
+    else operand_formats_.push_back(format_spec_of(operands[i]));
+  }
+  // the output
+  const int out_order = static_cast<int>(expr_.output.indices.size());
+  for (int m = 0; m < out_order; ++m) output_dims_[m] = index_dims_[expr_.output.indices[m]];
+  bool inputs_dense = true;
+  for (auto& s : operand_formats_) inputs_dense &= all_dense(s);
+  if (output_format) {
+    output_format_ = parse_format(*output_format, expr_, expr_.output);
+  } else if (out_order == 0 || inputs_dense) {
+    output_format_ = out_order == 0 ? FormatSpec{} : format_spec(SJ_FORMAT_DENSE, out_order);
+  } else {
+    output_format_.order = out_order;
+    for (int l = 0; l < out_order; ++l)
+      output_format_.kinds[l] = (l == 0 && out_order > 1) ? LevelKind::Dense : LevelKind::Compressed;
+  }
+  sparse_output_ = out_order > 0 && !all_dense(output_format_);
+  std::vector<int> out_levels = level_indices(expr_.output, output_format_);
+
+  // graphs and candidates per term; a sparse output no order can write goes through a dense array
+  for (int pass = 0; pass < 2; ++pass) {
+    terms_.clear();
+    bool all_ok = true;
+    for (auto& term : expr_.terms) {
+      TermPlan tp;
+      tp.graph.sparse_output = sparse_output_ && !dense_temp_;
+      tp.graph.output_levels = out_levels;
+      for (size_t f = 0; f < term.factors.size(); ++f)
+        tp.graph.constraints.push_back(level_indices(term.factors[f], operand_formats_[expr_.operand_of(term.factors[f])]));
+      tp.candidates = candidates_for(term, tp.graph, operands);
+      if (tp.candidates.empty()) all_ok = false;
+      terms_.push_back(std::move(tp));
+    }
+    if (all_ok || dense_temp_) break;
+    dense_temp_ = true;  // retry with the whole output as a dense array plus presence flags
+  }
+  // choose
+  for (size_t t = 0; t < terms_.size(); ++t) {
+    TermPlan& tp = terms_[t];
+    const sj_schedule want = options_.schedule;
+    if (want == SJ_SCHEDULE_REFERENCE) {
+      tp.kernel_source = "reference";
+      continue;
+    }
+    for (size_t c = 0; c < tp.candidates.size(); ++c) {
+      const auto& cand = tp.candidates[c];
+      if (want != SJ_SCHEDULE_AUTO && cand.schedule != want) continue;
+      if (tp.chosen < 0 || cand.cost < tp.candidates[tp.chosen].cost) tp.chosen = static_cast<int>(c);
+    }
+    if (tp.chosen < 0) {
+      std::string names;
+      for (auto& c : tp.candidates) names += cat(", ", to_string(c.schedule));
+      fail(SJ_ERR_INVALID_ARGUMENT, "schedule '", to_string(want), "' cannot serve ", expr_.canonical(),
+           expr_.terms.size() > 1 ? cat(" (term ", t + 1, ")") : std::string(), " (available: auto, reference", names, ")");
+    }
+    const EinsumCandidate& c = tp.candidates[tp.chosen];
+    tp.nest = LoopNest::build(expr_, expr_.terms[t], c.formats, out_levels, c.order, c.mode, c.search);
+    tp.nest.presence = dense_temp_;
+    jit::EinsumKernelSpec spec;
+    spec.expr = &expr_;
+    spec.term = &expr_.terms[t];
+    spec.nest = &tp.nest;
+    spec.index_type = index_type_;
+    spec.value_type = value_type_;
+    spec.semiring = options_.semiring;
+    spec.scalar_only = tuning_.scalar_only || options_.isa == SJ_ISA_SCALAR;
+    auto store = ctx_.store();
+    jit::EinsumCompileResult r = jit::compile_einsum_kernel(spec, store ? store.get() : nullptr);
+    tp.compile_ms = r.ms;
+    if (r.kernel) {
+      tp.kernel = r.kernel;
+      tp.kernel_source = r.source;
+    } else {
+      tp.kernel_source = "reference";
+      tp.jit_error = r.error;
+      ctx_.logger->warn("einsum: LLVM compilation failed, using the reference evaluator: {}", r.error);
+    }
+  }
+  plan_ms_ = ms_since(t0);
+}
+
+Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
+  check_operands(operands, false);
+  for (size_t i = 0; i < operands.size(); ++i)
+    if (operands[i].value_type != value_type_)
+      fail(SJ_ERR_TYPE_MISMATCH, expr_.operands[i], " does not have the planned value type");
+  auto t0 = std::chrono::steady_clock::now();
+  const int out_order = output_format_.order;
+  const sj_semiring sr = options_.semiring;
+  // The dense output (or dense temporary) shared by all terms.
+  Tensor dense_out;
+  std::vector<uint8_t> present;
+  const bool dense_result = !sparse_output_ || dense_temp_;
+  int64_t out_size = 1;
+  for (int m = 0; m < out_order; ++m) out_size *= std::max<int64_t>(output_dims_[m], 0);
+  if (dense_result) {
+    dense_out = make_dense(ctx_.allocator, out_order, output_dims_.data(), value_type_);
+    dense_out.mode_order = output_format_.mode_order;
+    const double z = semiring_zero(sr);
+    with_types(IndexType::I64, value_type_, [&](auto, auto v) {
+      using V = decltype(v);
+      V* p = dense_out.values.as_mut<V>();
+      std::fill(p, p + out_size, static_cast<V>(z));
+    });
+    if (dense_temp_) present.assign(out_size, 0);
+  }
+  ReferenceResult ref;  // terms run by the reference evaluator
+  std::vector<CooTensor> emitted;
+  std::vector<int64_t> dims(index_dims_.begin(), index_dims_.end());
+  for (size_t t = 0; t < terms_.size(); ++t) {
+    TermPlan& tp = terms_[t];
+    if (!tp.kernel) {
+      evaluate_reference(expr_, static_cast<int>(t), operands, sr, ref);
+      continue;
+    }
+    const Term& term = expr_.terms[t];
+    std::vector<Tensor> held;
+    std::vector<const void*> arrays(term.factors.size() * jit::kEinsumSlotsPerFactor, nullptr);
+    for (size_t f = 0; f < term.factors.size(); ++f) {
+      held.push_back(factor_tensor(operands[expr_.operand_of(term.factors[f])], tp.nest.factor_formats[f]));
+      const Tensor& ft = held.back();
+      for (int l = 0; l < ft.order; ++l) {
+        arrays[f * jit::kEinsumSlotsPerFactor + 2 * l] = ft.levels[l].pos.data();
+        arrays[f * jit::kEinsumSlotsPerFactor + 2 * l + 1] = ft.levels[l].crd.data();
+      }
+      arrays[f * jit::kEinsumSlotsPerFactor + 8] = ft.values.data();
+    }
+    CooTensor sink;
+    sink.order = out_order;
+    sink.dims = output_dims_;
+    std::vector<double> ws_d;
+    std::vector<float> ws_f;
+    std::vector<uint8_t> ws_flags;
+    std::vector<int64_t> ws_list;
+    void* ws_vals = nullptr;
+    if (tp.nest.mode == OutputMode::Where) {
+      const int64_t n = index_dims_[tp.nest.out_indices.back()];
+      if (value_type_ == ValueType::F32) ws_f.assign(n, 0.f), ws_vals = ws_f.data();
+      else ws_d.assign(n, 0.0), ws_vals = ws_d.data();
+      ws_flags.assign(n, 0);
+      ws_list.assign(n, 0);
+    }
+    tp.kernel->fn(arrays.data(), dims.data(), dense_result ? dense_out.values.mutable_data() : nullptr,
+                  present.empty() ? nullptr : present.data(), &sink, ws_vals, ws_flags.data(), ws_list.data());
+    if (!dense_result) emitted.push_back(std::move(sink));
+  }
+  Tensor result;
+  if (dense_result) {
+    // terms run by the reference evaluator add into the same array
+    if (!ref.empty()) {
+      with_types(IndexType::I64, value_type_, [&](auto, auto v) {
+        using V = decltype(v);
+        V* p = dense_out.values.as_mut<V>();
+        for (auto& [c, x] : ref) {
+          int64_t q = 0;
+          for (int l = 0; l < out_order; ++l) q = q * output_dims_[output_format_.mode_order[l]] + c[output_format_.mode_order[l]];
+          p[q] = static_cast<V>(semiring_add(sr, static_cast<double>(p[q]), x));
+          if (!present.empty()) present[q] = 1;
+        }
+      });
+    }
+    if (!dense_temp_) {
+      result = dense_out;
+    } else {
+      CooTensor coo;
+      coo.order = out_order;
+      coo.dims = output_dims_;
+      with_types(IndexType::I64, value_type_, [&](auto, auto v) {
+        using V = decltype(v);
+        const V* p = dense_out.values.as<V>();
+        std::array<int64_t, kMaxOrder> c{};
+        for (int64_t q = 0; q < out_size; ++q) {
+          if (!present[q]) continue;
+          int64_t r = q;
+          for (int l = out_order - 1; l >= 0; --l) {
+            const int m = output_format_.mode_order[l];
+            c[m] = r % output_dims_[m];
+            r /= output_dims_[m];
+          }
+          for (int m = 0; m < out_order; ++m) coo.coords[m].push_back(c[m]);
+          coo.values.push_back(static_cast<double>(p[q]));
+        }
+      });
+      result = from_coo(coo, output_format_, index_type_, value_type_, ctx_.allocator);
+    }
+  } else if (emitted.size() == 1 && ref.empty()) {
+    result = from_coo(emitted[0], output_format_, index_type_, value_type_, ctx_.allocator);
+  } else {
+    // several terms: merge their entries with the semiring's add
+    for (auto& coo : emitted)
+      for (int64_t p = 0; p < coo.nnz(); ++p) {
+        std::vector<int64_t> c(out_order);
+        for (int m = 0; m < out_order; ++m) c[m] = coo.coords[m][p];
+        auto [it, fresh] = ref.try_emplace(std::move(c), coo.values[p]);
+        if (!fresh) it->second = semiring_add(sr, it->second, coo.values[p]);
+      }
+    result = reference_to_tensor(ref, output_format_, output_dims_, index_type_, value_type_, sr, ctx_.allocator);
+  }
+  if (options_.output_index_type != -1 && result.order > 0 && !all_dense(output_format_)) {
+    IndexType it = from_c(static_cast<sj_index_type>(options_.output_index_type));
+    if (it != result.index_type) result = convert(result, format_spec_of(result), it, ctx_.allocator);
+  }
+  double ms = ms_since(t0);
+  double expected = -1;
+  first_execute_ms_.compare_exchange_strong(expected, ms);
+  last_execute_ms_ = ms;
+  ++executions_;
+  return result;
+}
+
+std::string EinsumPlan::explain_text() const {
+  std::string out = cat("einsum ", expr_.canonical(), "  (semiring ", to_string(options_.semiring), ", schedule requested ",
+                        to_string(options_.schedule), ")\n");
+  for (size_t i = 0; i < expr_.operands.size(); ++i) {
+    const Access* first = nullptr;
+    for (auto& term : expr_.terms)
+      for (auto& a : term.factors)
+        if (!first && a.tensor == expr_.operands[i]) first = &a;
+    out += cat("  ", expr_.operands[i], ": ", given_[i], "; read as ", format_text(operand_formats_[i], expr_, *first), "\n");
+  }
+  out += cat("  output ", Expression::access_text(expr_, expr_.output), ": ", format_text(output_format_, expr_, expr_.output),
+             sparse_output_ ? (dense_temp_ ? " (sparse, through a dense array: no loop order writes it in order)" : " (sparse)")
+                            : " (dense)",
+             "\n");
+  for (size_t t = 0; t < terms_.size(); ++t) {
+    const TermPlan& tp = terms_[t];
+    const Term& term = expr_.terms[t];
+    std::string prod;
+    for (size_t f = 0; f < term.factors.size(); ++f) prod += cat(f ? " * " : "", Expression::access_text(expr_, term.factors[f]));
+    out += cat("  term ", t + 1, ": ", prod, "\n");
+    out += cat("    iteration graph: ", tp.graph.describe(expr_, term), "\n");
+    out += "    candidates:\n";
+    for (size_t c = 0; c < tp.candidates.size(); ++c) {
+      char line[1024];
+      std::snprintf(line, sizeof line, "    %s %-10s %14.0f ns  %s\n", static_cast<int>(c) == tp.chosen ? "*" : " ",
+                    std::string(to_string(tp.candidates[c].schedule)).c_str(), tp.candidates[c].cost,
+                    tp.candidates[c].note.c_str());
+      out += line;
+    }
+    out += cat("      reference      (the reference evaluator: join of stored entries)\n");
+    if (tp.chosen >= 0) {
+      out += cat("    chosen: ", to_string(tp.candidates[tp.chosen].schedule), ", order ",
+                 order_text(expr_, tp.candidates[tp.chosen].order), "\n");
+      out += "    loop nest:\n" + tp.nest.print(expr_, term);
+    } else {
+      out += "    chosen: reference (requested)\n";
+    }
+    char k[512];
+    if (tp.kernel)
+      std::snprintf(k, sizeof k, "    kernel: LLVM ORC, from %s in %.3f ms (target %s)\n", tp.kernel_source.c_str(),
+                    tp.compile_ms, tp.kernel_source == "compiled" ? "host" : "host");
+    else if (!tp.jit_error.empty())
+      std::snprintf(k, sizeof k, "    kernel: reference evaluator (LLVM failed after %.3f ms: %.300s)\n", tp.compile_ms,
+                    tp.jit_error.c_str());
+    else
+      std::snprintf(k, sizeof k, "    kernel: reference evaluator\n");
+    out += k;
+  }
+  char tail[256];
+  std::snprintf(tail, sizeof tail, "  times: plan %.3f ms (compile included), first execute %.3f ms, last execute %.3f ms, %lld executions\n",
+                plan_ms_, first_execute_ms_.load(), last_execute_ms_.load(), static_cast<long long>(executions_.load()));
+  return out + tail;
+}
+
+std::string EinsumPlan::explain() const {
+  JsonWriter w;
+  w.begin_object().field("op", "einsum").field("expression", expr_.canonical());
+  w.key("options").begin_object().field("semiring", to_string(options_.semiring))
+      .field("schedule_requested", to_string(options_.schedule)).end_object();
+  w.key("operands").begin_array();
+  for (size_t i = 0; i < expr_.operands.size(); ++i)
+    w.begin_object().field("name", expr_.operands[i]).field("given", given_[i])
+        .field("format", format_text(operand_formats_[i])).end_object();
+  w.end_array();
+  w.key("output").begin_object().field("format", format_text(output_format_)).field("sparse", sparse_output_)
+      .field("dense_temporary", dense_temp_).end_object();
+  w.key("terms").begin_array();
+  for (size_t t = 0; t < terms_.size(); ++t) {
+    const TermPlan& tp = terms_[t];
+    const Term& term = expr_.terms[t];
+    w.begin_object().field("iteration_graph", tp.graph.describe(expr_, term));
+    w.key("candidates").begin_array();
+    for (auto& c : tp.candidates)
+      w.begin_object().field("schedule", to_string(c.schedule)).field("order", order_text(expr_, c.order))
+          .field("estimated_cost", c.cost).field("note", c.note).end_object();
+    w.end_array();
+    w.field("chosen", tp.chosen >= 0 ? std::string(to_string(tp.candidates[tp.chosen].schedule)) : std::string("reference"));
+    if (tp.chosen >= 0) w.field("loop_nest", tp.nest.print(expr_, term));
+    w.key("kernel").begin_object().field("source", tp.kernel_source).field("compile_ms", tp.compile_ms)
+        .field("error", tp.jit_error).end_object();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("timings_ms").begin_object().field("plan", plan_ms_).field("first_execute", first_execute_ms_.load())
+      .field("last_execute", last_execute_ms_.load()).field("executions", executions_.load()).end_object();
+  w.end_object();
+  return w.str();
+}
+
+}  // namespace sj::einsum

@@ -1,0 +1,102 @@
+// The plan of an index-notation call: parse, check operands and formats, build each term's
+// iteration graph, cost the alternatives from statistics, choose, compile the chosen loop nest
+// with the LLVM backend (or fall back to the reference evaluator), then execute as often as
+// the caller likes. Alternatives per term (DESIGN.md schedule names):
+//   inner      plain coiteration order: a loop order without repeated indices
+//   search     fused search-based: a shortest common supersequence with forsome / forsame
+//   fused      a sparse output written through a `where` workspace (e.g. all-CSR SpGEMM)
+//   transpose  convert the conflicting operand(s) to the loop order's level order, then
+//              coiterate (the conversion is kept with the operand's handle)
+//   reference  the reference evaluator (kernels/einsum_reference.hpp)
+#pragma once
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/context.hpp"
+#include "src/convert.hpp"
+#include "src/einsum_parser.hpp"
+#include "src/iteration_graph.hpp"
+#include "src/loop_ir.hpp"
+
+namespace sj::jit {
+class EinsumKernel;
+}
+
+namespace sj::einsum {
+
+// Expert knobs beyond sj_op_options (CLI --order, the benchmarks' scalar-only build).
+struct EinsumTuning {
+  std::vector<std::string> loop_order;  // index names; empty = the planner's choice
+  bool scalar_only = false;             // compile without vectorisation for a baseline CPU
+};
+
+struct EinsumCandidate {
+  sj_schedule schedule = SJ_SCHEDULE_INNER;
+  std::vector<int> order;
+  OutputMode mode = OutputMode::Dense;
+  std::vector<FormatSpec> formats;   // per factor, the layout the kernel reads
+  std::vector<bool> converted;       // per factor: converted from the operand's layout
+  SearchKind search = SearchKind::Binary;
+  double cost = 0;
+  std::string note;
+};
+
+struct TermPlan {
+  IterationGraph graph;
+  std::vector<EinsumCandidate> candidates;
+  int chosen = -1;
+  LoopNest nest;
+  std::shared_ptr<const jit::EinsumKernel> kernel;  // null: the reference evaluator runs
+  std::string kernel_source;  // "compiled", "memory", "disk", "reference"
+  double compile_ms = 0;
+  std::string jit_error;
+};
+
+class EinsumPlan {
+ public:
+  // formats: empty or one per operand (nullopt = the tensor's own); output_format nullopt =
+  // the planner's (dense when every input is dense or the output is a scalar; else CSR for
+  // matrices, a sparse vector, CSF for 3-D). Throws sj::Error.
+  EinsumPlan(const Context& ctx, std::string_view expression, const std::vector<Tensor>& operands,
+             const std::vector<std::optional<std::string>>& formats, const std::optional<std::string>& output_format,
+             const sj_op_options& options, const EinsumTuning& tuning = {});
+  ~EinsumPlan();
+
+  // Runs on operands with the planned shapes, formats and types.
+  Tensor execute(const std::vector<Tensor>& operands);
+
+  std::string explain() const;       // JSON
+  std::string explain_text() const;  // readable
+  const Expression& expression() const { return expr_; }
+  const std::vector<TermPlan>& terms() const { return terms_; }
+  size_t operand_count() const { return expr_.operands.size(); }
+
+ private:
+  void check_operands(const std::vector<Tensor>& operands, bool planning);
+  std::vector<EinsumCandidate> candidates_for(const Term& term, const IterationGraph& g, const std::vector<Tensor>& ops);
+  double simulate(const Term& term, const EinsumCandidate& c, const std::vector<Tensor>& ops) const;
+  Tensor factor_tensor(const Tensor& operand, const FormatSpec& spec) const;
+
+  const Context& ctx_;
+  Expression expr_;
+  sj_op_options options_;
+  EinsumTuning tuning_;
+  std::vector<FormatSpec> operand_formats_;  // per operand, the layout asked for (or its own)
+  std::vector<std::string> given_;           // describe() of each operand when planned
+  std::vector<int64_t> index_dims_;          // per index id
+  FormatSpec output_format_;
+  std::array<int64_t, kMaxOrder> output_dims_{};
+  bool sparse_output_ = false;
+  bool dense_temp_ = false;   // sparse output computed through a dense array + presence flags
+  IndexType index_type_ = IndexType::I32;
+  ValueType value_type_ = ValueType::F64;
+  std::vector<TermPlan> terms_;
+  double plan_ms_ = 0;
+  std::atomic<int64_t> executions_{0};
+  std::atomic<double> first_execute_ms_{-1}, last_execute_ms_{0};
+};
+
+}  // namespace sj::einsum
