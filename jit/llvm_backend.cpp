@@ -8,7 +8,7 @@
 
 #include "cache/kernel_key.hpp"
 #include "cache/persistent_store.hpp"
-#include "src/coo.hpp"
+#include "kernels/einsum_output.hpp"
 #include "src/error.hpp"
 
 #include "llvm/ExecutionEngine/ObjectCache.h"
@@ -27,9 +27,8 @@
 
 // Called by generated code (resolved as absolute symbols, never exported from the library).
 extern "C" void sj_einsum_emit(void* sink, const int64_t* coords, double value) {
-  auto* coo = static_cast<sj::CooTensor*>(sink);
-  for (int m = 0; m < coo->order; ++m) coo->coords[m].push_back(coords[m]);
-  coo->values.push_back(value);
+  auto* s = static_cast<sj::einsum::EmitSink*>(sink);
+  s->emit(s, coords, value);
 }
 extern "C" void sj_einsum_sort(int64_t* list, int64_t n) { std::sort(list, list + n); }
 

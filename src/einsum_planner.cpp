@@ -9,6 +9,7 @@
 
 #include "cache/persistent_store.hpp"
 #include "jit/llvm_backend.hpp"
+#include "kernels/einsum_output.hpp"
 #include "kernels/einsum_reference.hpp"
 #include "src/derived_forms.hpp"
 #include "src/dispatch.hpp"
@@ -24,11 +25,14 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Model constants (≈ ns on this class of machine): one step of a loop over a level, one
-// comparison step of a merge, a search's fixed and per-halving cost, one multiply-add, one
-// output entry, and one converted entry (sort-based conversion).
-constexpr double kLoopStep = 1.0, kMergeStep = 1.5, kSearchBase = 3.0, kSearchStep = 2.5, kCompute = 1.0,
-                 kEmit = 6.0, kConvertPerEntry = 20.0;
+// Model constants (≈ ns on this machine, from bench_einsum): one step of a loop over a level,
+// one comparison step of a merge (SIMD fast lane included), a search's fixed and per-halving
+// cost (dependent loads: a search costs ~25-35 ns over 60 coordinates), one multiply-add, one
+// output entry, and one converted entry (~20 ns, sort-based conversion) spread over the
+// executions a plan is expected to serve (the converted form is kept with the operand's
+// handle, so only the first execution pays it).
+constexpr double kLoopStep = 1.0, kMergeStep = 1.5, kSearchBase = 6.0, kSearchStep = 3.0, kCompute = 1.0,
+                 kEmit = 6.0, kConvertPerEntry = 20.0, kExpectedExecutions = 8.0;
 
 // The indices of access `a` in the level order of `spec`.
 std::vector<int> level_indices(const Access& a, const FormatSpec& spec) {
@@ -189,7 +193,7 @@ double EinsumPlan::simulate(const Term& term, const EinsumCandidate& c, const st
         std::lock_guard lock(t.derived->mutex);
         for (auto& [k, _] : t.derived->forms) cached |= k == spec_key(c.formats[f], index_type_);
       }
-      if (!cached) cost += static_cast<double>(t.nnz()) * kConvertPerEntry;
+      if (!cached) cost += static_cast<double>(t.nnz()) * kConvertPerEntry / kExpectedExecutions;
     }
   return cost;
 }
@@ -425,6 +429,12 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   }
   ReferenceResult ref;  // terms run by the reference evaluator
   std::vector<CooTensor> emitted;
+  // one compiled term into a sparse output: assembled as the kernel emits (sorted, unique)
+  std::optional<StreamingAssembler> stream;
+  bool all_compiled = true;
+  for (auto& tp : terms_) all_compiled &= tp.kernel != nullptr;
+  if (!dense_result && terms_.size() == 1 && all_compiled && StreamingAssembler::supports(output_format_))
+    stream.emplace(output_format_, output_dims_);
   std::vector<int64_t> dims(index_dims_.begin(), index_dims_.end());
   for (size_t t = 0; t < terms_.size(); ++t) {
     TermPlan& tp = terms_[t];
@@ -444,9 +454,8 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
       }
       arrays[f * jit::kEinsumSlotsPerFactor + 8] = ft.values.data();
     }
-    CooTensor sink;
-    sink.order = out_order;
-    sink.dims = output_dims_;
+    CooSink coo_sink(out_order, output_dims_);
+    EmitSink* sink = stream ? static_cast<EmitSink*>(&*stream) : &coo_sink;
     std::vector<double> ws_d;
     std::vector<float> ws_f;
     std::vector<uint8_t> ws_flags;
@@ -460,8 +469,8 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
       ws_list.assign(n, 0);
     }
     tp.kernel->fn(arrays.data(), dims.data(), dense_result ? dense_out.values.mutable_data() : nullptr,
-                  present.empty() ? nullptr : present.data(), &sink, ws_vals, ws_flags.data(), ws_list.data());
-    if (!dense_result) emitted.push_back(std::move(sink));
+                  present.empty() ? nullptr : present.data(), sink, ws_vals, ws_flags.data(), ws_list.data());
+    if (!dense_result && !stream) emitted.push_back(std::move(coo_sink.coo));
   }
   Tensor result;
   if (dense_result) {
@@ -502,6 +511,8 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
       });
       result = from_coo(coo, output_format_, index_type_, value_type_, ctx_.allocator);
     }
+  } else if (stream) {
+    result = stream->finish(index_type_, value_type_, ctx_.allocator);
   } else if (emitted.size() == 1 && ref.empty()) {
     result = from_coo(emitted[0], output_format_, index_type_, value_type_, ctx_.allocator);
   } else {

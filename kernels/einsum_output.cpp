@@ -1,0 +1,108 @@
+#include "kernels/einsum_output.hpp"
+
+#include <cstring>
+
+#include "src/dispatch.hpp"
+#include "src/error.hpp"
+
+namespace sj::einsum {
+
+CooSink::CooSink(int order, const std::array<int64_t, kMaxOrder>& dims) {
+  coo.order = order;
+  coo.dims = dims;
+  emit = [](EmitSink* self, const int64_t* c, double v) {
+    CooTensor& t = static_cast<CooSink*>(self)->coo;
+    for (int m = 0; m < t.order; ++m) t.coords[m].push_back(c[m]);
+    t.values.push_back(v);
+  };
+}
+
+bool StreamingAssembler::supports(const FormatSpec& spec) {
+  bool compressed_seen = false;
+  for (int l = 0; l < spec.order; ++l) {
+    if (spec.kinds[l] == LevelKind::Singleton || !spec.unique[l]) return false;
+    if (spec.kinds[l] == LevelKind::Dense && compressed_seen) return false;
+    compressed_seen |= spec.kinds[l] == LevelKind::Compressed;
+  }
+  return compressed_seen;
+}
+
+StreamingAssembler::StreamingAssembler(const FormatSpec& s, const std::array<int64_t, kMaxOrder>& d) : spec(s), dims(d) {
+  while (dense_prefix < spec.order && spec.kinds[dense_prefix] == LevelKind::Dense) {
+    dense_positions *= dims[spec.mode_order[dense_prefix]];
+    ++dense_prefix;
+  }
+  first_counts.assign(dense_positions, 0);
+  emit = [](EmitSink* self, const int64_t* c, double v) {
+    auto& a = *static_cast<StreamingAssembler*>(self);
+    const int r = a.spec.order;
+    // the first level (in level order) whose coordinate differs from the previous entry's
+    int d = 0;
+    if (a.any)
+      while (d < r && c[a.spec.mode_order[d]] == a.last[d]) ++d;
+    if (d == r) {  // cannot throw through generated code: remembered, reported by finish()
+      a.out_of_order = true;
+      return;
+    }
+    for (int l = 0; l < r; ++l) a.last[l] = c[a.spec.mode_order[l]];
+    a.any = true;
+    const int D = a.dense_prefix;
+    for (int l = std::max(d, D); l < r; ++l) {
+      if (l == D) {
+        int64_t p = 0;
+        for (int k = 0; k < D; ++k) p = p * a.dims[a.spec.mode_order[k]] + a.last[k];
+        ++a.first_counts[p];
+      } else if (l > d) {
+        a.pos[l].push_back(static_cast<int64_t>(a.crd[l].size()));  // a new parent at level l-1 opens its segment
+      }
+      a.crd[l].push_back(a.last[l]);
+    }
+    a.values.push_back(v);
+  };
+}
+
+Tensor StreamingAssembler::finish(IndexType it, ValueType vt, const Allocator& alloc) {
+  if (out_of_order) fail(SJ_ERR_INTERNAL, "einsum output: an entry was emitted twice (please report)");
+  const int r = spec.order;
+  const int D = dense_prefix;
+  Tensor t;
+  t.order = r;
+  t.dims = dims;
+  t.mode_order = spec.mode_order;
+  t.index_type = it;
+  t.value_type = vt;
+  t.levels.resize(r);
+  for (int l = 0; l < r; ++l) {
+    Level& lv = t.levels[l];
+    lv.kind = spec.kinds[l];
+    if (l < D) continue;
+    std::vector<int64_t> p;
+    if (l == D) {
+      p.resize(dense_positions + 1);
+      p[0] = 0;
+      for (int64_t q = 0; q < dense_positions; ++q) p[q + 1] = p[q] + first_counts[q];
+    } else {
+      p = std::move(pos[l]);
+      p.push_back(static_cast<int64_t>(crd[l].size()));
+    }
+    lv.pos = Buffer::copy_of(alloc, p.data(), sizeof(int64_t) * p.size());
+    const size_t n = crd[l].size();
+    lv.crd = Buffer::allocate(alloc, static_cast<size_t>(index_size(it)) * n);
+    if (it == IndexType::I64) {
+      if (n) std::memcpy(lv.crd.mutable_data(), crd[l].data(), sizeof(int64_t) * n);
+    } else {
+      auto* out = lv.crd.as_mut<int32_t>();
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(crd[l][i]);
+    }
+  }
+  const size_t nv = values.size();
+  t.values = Buffer::allocate(alloc, static_cast<size_t>(value_size(vt)) * nv);
+  with_types(IndexType::I64, vt, [&](auto, auto v) {
+    using V = decltype(v);
+    V* out = t.values.as_mut<V>();
+    for (size_t i = 0; i < nv; ++i) out[i] = std::is_same_v<V, uint8_t> ? static_cast<V>(values[i] != 0) : static_cast<V>(values[i]);
+  });
+  return t;
+}
+
+}  // namespace sj::einsum

@@ -1,0 +1,43 @@
+// Where generated index-notation kernels send sparse output entries. Kernels emit entries in
+// the output's level order and each coordinate once (the loop order guarantees it: output
+// indices outermost, or a `where` consumer draining a sorted workspace), so the result's
+// levels are assembled as the stream arrives: no coordinate list, no sort.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "src/convert.hpp"
+
+namespace sj::einsum {
+
+// The kernel calls sj_einsum_emit(sink, coords, value) with coordinates in mode order.
+struct EmitSink {
+  void (*emit)(EmitSink* self, const int64_t* coords, double value) = nullptr;
+};
+
+// Collects entries as a coordinate list (any order; for sums of several terms).
+struct CooSink : EmitSink {
+  explicit CooSink(int order, const std::array<int64_t, kMaxOrder>& dims);
+  CooTensor coo;
+};
+
+// Builds a tensor of layout `spec` from entries that arrive sorted by the spec's level order
+// and unique. Layouts: any number of dense levels first, then compressed (unique) levels.
+struct StreamingAssembler : EmitSink {
+  StreamingAssembler(const FormatSpec& spec, const std::array<int64_t, kMaxOrder>& dims);
+  static bool supports(const FormatSpec& spec);
+  Tensor finish(IndexType it, ValueType vt, const Allocator& alloc);
+
+  FormatSpec spec;
+  std::array<int64_t, kMaxOrder> dims{};
+  int dense_prefix = 0;
+  int64_t dense_positions = 1;
+  std::array<int64_t, kMaxOrder> last{};
+  bool any = false;
+  bool out_of_order = false;  // a repeated coordinate (a bug): finish() refuses
+  std::vector<int64_t> first_counts;            // per dense position: entries of the first compressed level
+  std::array<std::vector<int64_t>, kMaxOrder> pos, crd;
+  std::vector<double> values;
+};
+
+}  // namespace sj::einsum
