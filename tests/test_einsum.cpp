@@ -3,6 +3,9 @@
 // case studies, all semirings, random expressions), the C API and the on-disk object cache.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -623,6 +626,46 @@ TEST(EinsumEndToEnd, RealMatrices) {
     }
     if (++done == 2) break;
   }
+}
+
+// `sparsejit einsum`: a result written with --output equals the plan's; errors exit 1 with the caret.
+TEST(EinsumCli, OutputExplainAndErrors) {
+  auto cli = [](const std::string& args, int* status) {
+    std::string cmd = std::string(SPARSEJIT_CLI_PATH) + " " + args + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    int st = p ? pclose(p) : -1;
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return out;
+  };
+  const std::string m = test::repo_data("cage8.mtx").string();
+  const auto out = std::filesystem::temp_directory_path() / cat("sj-einsum-cli-", ::getpid(), ".mtx");
+  int st = -1;
+  std::string text = cli("einsum \"a(i) = B(i,j) * C(j,i)\" --tensor B=" + m + ":csr --tensor C=" + m +
+                             " --repeat 1 --explain --output " + out.string(), &st);
+  EXPECT_EQ(st, 0) << text;
+  EXPECT_NE(text.find("loop nest:"), std::string::npos) << text;
+  Tensor A = read_tensor_file(m, test_ctx().allocator);
+  sj_op_options o;
+  sj_op_options_init(&o);
+  Tensor want = EinsumPlan(test_ctx(), "a(i) = B(i,j) * C(j,i)", {A, A}, {}, std::nullopt, o).execute({A, A});
+  Tensor got = read_tensor_file(out.string(), test_ctx().allocator);  // n x 1 matrix
+  auto w = entries(want), g = entries(got);
+  EXPECT_EQ(w.size(), g.size());
+  for (auto& [k, v] : w) EXPECT_NEAR((g[{k[0], 0}]), v, 1e-12 * std::max(1.0, std::abs(v)));
+  std::filesystem::remove(out);
+  text = cli("einsum \"a(i) = B(i,j * C(j,i)\" --tensor B=" + m + " --tensor C=" + m, &st);
+  EXPECT_EQ(st, 1) << text;
+  EXPECT_NE(text.find("expression:14: expected ',' or ')'"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n               ^"), std::string::npos) << text;
+  text = cli("einsum \"a(i) = B(i,j) * C(j,i)\" --tensor B=" + m + ":csf --tensor C=" + m, &st);
+  EXPECT_EQ(st, 1) << text;
+  EXPECT_NE(text.find("format of B"), std::string::npos) << text;
+  text = cli("einsum \"a(i) = B(i,j) * C(j,i)\" --tensor B=" + m + " --bogus", &st);
+  EXPECT_EQ(st, 2) << text;
 }
 
 }  // namespace
