@@ -10,6 +10,10 @@
 //                            per-row finger (rows of B are visited with increasing i, so
 //                            each finger only moves forward).
 //
+// Threads: rows are split by nnz(A row) + nnz(B row) (src/work_partition.hpp); each chunk
+// writes its rows into its own piece and the pieces are joined in row order
+// (kernels/sparse_assembly.hpp), so results do not depend on the thread count.
+//
 // Output assembly without reallocation: the result arrays are allocated once at an upper
 // bound (sum over rows of min(len A, len B) for mult, nnz(A) for search, lenA + lenB for
 // add) and filled contiguously row after row; when the result is under half the bound it
@@ -20,6 +24,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/sparse_assembly.hpp"
 #include "kernels/spmspv_kernels.hpp"  // gallop
 #include "src/error.hpp"
 #include "src/tensor.hpp"
@@ -98,29 +103,50 @@ inline int64_t merge_row_mult(const I* ac, const V* av, int64_t pa, int64_t ea, 
   return q;
 }
 
-template <class S, class I, class V>
-Tensor merge_mult(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt) {
-  require_same(A.outer, A.inner, B.outer, B.inner, "ewise_mult");
-  int64_t bound = 0;
-  for (int64_t i = 0; i < A.outer; ++i) bound += std::min(A.pos[i + 1] - A.pos[i], B.pos[i + 1] - B.pos[i]);
-  auto o = alloc_out<I, V>(alloc, A.outer, A.inner, bound, vt);
-  int64_t q = 0;
-  for (int64_t i = 0; i < A.outer; ++i) {
-    q = merge_row_mult<S>(A.crd, A.val, A.pos[i], A.pos[i + 1], B.crd, B.val, B.pos[i], B.pos[i + 1], o.crd, o.val, q);
-    o.pos[i + 1] = q;
+// Per-row prefix sums of both operands' row lengths (the work of a merge) and of a per-row
+// output bound bound(lenA, lenB).
+template <class I, class V, class Bound>
+void merge_prefixes(const CsView<I, V>& A, const CsView<I, V>& B, std::vector<int64_t>& work,
+                    std::vector<int64_t>& bound, Bound&& per_row) {
+  const int64_t rows = A.outer;
+  work.resize(static_cast<size_t>(rows) + 1);
+  bound.resize(static_cast<size_t>(rows) + 1);
+  work[0] = bound[0] = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t la = A.pos[i + 1] - A.pos[i], lb = B.pos[i + 1] - B.pos[i];
+    work[i + 1] = work[i] + la + lb + 1;
+    bound[i + 1] = bound[i] + per_row(la, lb);
   }
-  return finish(alloc, o, A.outer, A.inner, q, bound, vt);
 }
 
 template <class S, class I, class V>
-Tensor merge_add(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt) {
+Tensor merge_mult(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt, Workers& w) {
+  require_same(A.outer, A.inner, B.outer, B.inner, "ewise_mult");
+  std::vector<int64_t> work, bound;
+  merge_prefixes(A, B, work, bound, [](int64_t la, int64_t lb) { return std::min(la, lb); });
+  const Partition part = partition_by_prefix(work.data(), A.outer, w, "nnz of A's and B's rows");
+  return assemble_by_pieces<I, V>(w, part, A.outer, A.inner, bound.data(), 0, alloc, vt, true,
+                                  [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
+                                    int64_t q = 0;
+                                    for (int64_t i = r0; i < r1; ++i) {
+                                      q = merge_row_mult<S>(A.crd, A.val, A.pos[i], A.pos[i + 1], B.crd, B.val,
+                                                            B.pos[i], B.pos[i + 1], oc, ov, q);
+                                      ends[i] = q;
+                                    }
+                                    return q;
+                                  });
+}
+
+template <class S, class I, class V>
+Tensor merge_add(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt, Workers& w) {
   require_same(A.outer, A.inner, B.outer, B.inner, "ewise_add");
-  const int64_t bound = A.nnz() + B.nnz();
-  auto o = alloc_out<I, V>(alloc, A.outer, A.inner, bound, vt);
+  std::vector<int64_t> work, bound;
+  merge_prefixes(A, B, work, bound, [](int64_t la, int64_t lb) { return la + lb; });
+  const Partition part = partition_by_prefix(work.data(), A.outer, w, "nnz of A's and B's rows");
+  return assemble_by_pieces<I, V>(w, part, A.outer, A.inner, bound.data(), 0, alloc, vt, true,
+                                  [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
   int64_t q = 0;
-  I* oc = o.crd;
-  V* ov = o.val;
-  for (int64_t i = 0; i < A.outer; ++i) {
+  for (int64_t i = r0; i < r1; ++i) {
     int64_t pa = A.pos[i], pb = B.pos[i];
     const int64_t ea = A.pos[i + 1], eb = B.pos[i + 1];
     while (pa < ea && pb < eb) {
@@ -145,33 +171,65 @@ Tensor merge_add(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, 
       std::memcpy(ov + q, B.val + pb, sizeof(V) * (eb - pb));
       q += eb - pb;
     }
-    o.pos[i + 1] = q;
+    ends[i] = q;
   }
-  return finish(alloc, o, A.outer, A.inner, q, bound, vt);
+  return q;
+  });
 }
+
+// Per-row fingers into B's rows for one chunk of search_mult_t: started lazily at the row's
+// start (a stamp per row says whether this chunk has set it), so a chunk costs its own work,
+// not O(rows of B). The running thread's, reused across chunks and calls.
+struct FingerScratch {
+  std::vector<int64_t> finger;
+  std::vector<uint32_t> stamp;
+  uint32_t current = 0;
+  uint32_t next(int64_t n) {
+    if (static_cast<int64_t>(stamp.size()) < n) {
+      finger.resize(static_cast<size_t>(n));
+      stamp.resize(static_cast<size_t>(n), 0);
+    }
+    if (++current == 0) {
+      std::fill(stamp.begin(), stamp.end(), 0u);
+      current = 1;
+    }
+    return current;
+  }
+  static FingerScratch& get() {
+    thread_local FingerScratch s;
+    return s;
+  }
+};
 
 // C(i,j) = mul(A(i,j), B(j,i)), B the original (untransposed) operand in CSR: B is
 // A.inner x A.outer. `gallop_fingers`: search forward from a per-row finger, else binary
 // search over the whole row.
 template <class S, class I, class V>
 Tensor search_mult_t(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt,
-                     bool gallop_fingers) {
+                     bool gallop_fingers, Workers& w) {
   require_same(A.outer, A.inner, B.inner, B.outer, "ewise_mult (B transposed)");
-  const int64_t bound = A.nnz();
-  auto o = alloc_out<I, V>(alloc, A.outer, A.inner, bound, vt);
-  int64_t q = 0;
-  I* oc = o.crd;
-  V* ov = o.val;
   const int64_t* bp = B.pos;
   const I* bc = B.crd;
   const V* bv = B.val;
+  // A's nnz is both the work (one search per entry) and the output bound.
+  const Partition part = partition_by_prefix(A.pos, A.outer, w, "A's nnz per row");
+  return assemble_by_pieces<I, V>(w, part, A.outer, A.inner, A.pos, 0, alloc, vt, true,
+                                  [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
+  int64_t q = 0;
   if (gallop_fingers) {
-    std::vector<int64_t> finger(bp, bp + B.outer);  // B.outer = A.inner
-    for (int64_t i = 0; i < A.outer; ++i) {
+    FingerScratch& fs = FingerScratch::get();
+    const uint32_t st = fs.next(B.outer);  // B.outer = A.inner
+    int64_t* finger = fs.finger.data();
+    uint32_t* stamp = fs.stamp.data();
+    for (int64_t i = r0; i < r1; ++i) {
       const I key = static_cast<I>(i);
       for (int64_t p = A.pos[i], e = A.pos[i + 1]; p < e; ++p) {
         const I j = A.crd[p];
         const int64_t end = bp[j + 1];
+        if (stamp[j] != st) {
+          stamp[j] = st;
+          finger[j] = bp[j];
+        }
         int64_t f = gallop(bc, finger[j], end, key);
         if (f < end && bc[f] == key) {
           oc[q] = j;
@@ -180,10 +238,10 @@ Tensor search_mult_t(const Allocator& alloc, const CsView<I, V>& A, const CsView
         }
         finger[j] = f;
       }
-      o.pos[i + 1] = q;
+      ends[i] = q;
     }
   } else {
-    for (int64_t i = 0; i < A.outer; ++i) {
+    for (int64_t i = r0; i < r1; ++i) {
       const I key = static_cast<I>(i);
       for (int64_t p = A.pos[i], e = A.pos[i + 1]; p < e; ++p) {
         const I j = A.crd[p];
@@ -203,10 +261,11 @@ Tensor search_mult_t(const Allocator& alloc, const CsView<I, V>& A, const CsView
           ov[q++] = S::mul(A.val[p], bv[lo - bc]);
         }
       }
-      o.pos[i + 1] = q;
+      ends[i] = q;
     }
   }
-  return finish(alloc, o, A.outer, A.inner, q, bound, vt);
+  return q;
+  });
 }
 
 }  // namespace sj::ewise

@@ -61,8 +61,8 @@ class Merge final : public ScheduleImpl {
       using V = decltype(v);
       auto A = cs_view<I, V>(in.prepared.operands[0]);
       auto B = cs_view<I, V>(in.prepared.operands[1]);
-      if (op_ == SJ_OP_EWISE_MULT) return ewise::merge_mult<S>(in.ctx.allocator, A, B, in.prepared.value_type);
-      return ewise::merge_add<S>(in.ctx.allocator, A, B, in.prepared.value_type);
+      if (op_ == SJ_OP_EWISE_MULT) return ewise::merge_mult<S>(in.ctx.allocator, A, B, in.prepared.value_type, workers_of(in));
+      return ewise::merge_add<S>(in.ctx.allocator, A, B, in.prepared.value_type, workers_of(in));
     });
   }
 
@@ -109,7 +109,7 @@ class SearchT final : public ScheduleImpl {
       using V = decltype(v);
       auto A = cs_view<I, V>(in.prepared.operands[0]);
       auto B = cs_view<I, V>(b);
-      return ewise::search_mult_t<S>(in.ctx.allocator, A, B, in.prepared.value_type, gallop);
+      return ewise::search_mult_t<S>(in.ctx.allocator, A, B, in.prepared.value_type, gallop, workers_of(in));
     });
   }
 };

@@ -10,6 +10,7 @@
 #include "src/inspect.hpp"
 #include "src/operation.hpp"
 #include "src/semiring.hpp"
+#include "src/work_partition.hpp"
 
 namespace sj {
 
@@ -37,7 +38,16 @@ struct ExecInputs {
   const PreparedOperands& prepared;
   const Context& ctx;
   const void* state;  // what prepare() returned (may be null)
+  Workers* workers = nullptr;  // the call's threads (src/work_partition.hpp); null: serial
 };
+
+// The call's workers, or a serial stand-in when the caller gave none.
+inline Workers& workers_of(const ExecInputs& in) {
+  thread_local Workers serial;
+  if (in.workers) return *in.workers;
+  serial = Workers::serial();
+  return serial;
+}
 
 class ScheduleImpl {
  public:

@@ -12,6 +12,7 @@
 #include "src/dispatch.hpp"
 #include "src/error.hpp"
 #include "src/semiring.hpp"
+#include "kernels/sparse_assembly.hpp"
 
 namespace sj {
 // Two builds of the same kernels; the BMI/AVX2 one (no FMA: it would change the rounding of
@@ -34,48 +35,53 @@ namespace {
 
 namespace {
 bool cpu_has_bmi() {
+#if defined(__clang__)  // clang 14 knows no "lzcnt" here; every CPU with AVX2 and BMI2 has LZCNT
+  static const bool yes = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi") &&
+                          __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("avx2");
+#else
   static const bool yes = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi") &&
                           __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt") &&
                           __builtin_cpu_supports("avx2");
+#endif
   return yes;
 }
 }  // namespace
 
 Tensor spgemm_gustavson(const Tensor& A, const Tensor& B, sj_semiring semiring, bool dense_output,
-                        SpgemmAccumulator acc, const Allocator& alloc) {
+                        SpgemmAccumulator acc, const Allocator& alloc, Workers& w) {
   spgemm_generic::check_dims(A, B);
   if (cpu_has_bmi())
     return spgemm_bmi::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
-      return spgemm_bmi::spgemm_typed<decltype(s), decltype(i), decltype(v)>(A, B, dense_output, acc, alloc);
+      return spgemm_bmi::spgemm_typed<decltype(s), decltype(i), decltype(v)>(A, B, dense_output, acc, alloc, w);
     });
   return spgemm_generic::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
-    return spgemm_generic::spgemm_typed<decltype(s), decltype(i), decltype(v)>(A, B, dense_output, acc, alloc);
+    return spgemm_generic::spgemm_typed<decltype(s), decltype(i), decltype(v)>(A, B, dense_output, acc, alloc, w);
   });
 }
 
 Tensor masked_spgemm_saxpy(const Tensor& M, const Tensor& A, const Tensor& B, sj_semiring semiring,
-                           const Allocator& alloc) {
+                           const Allocator& alloc, Workers& w) {
   spgemm_generic::check_dims(A, B);
   if (cpu_has_bmi())
     return spgemm_bmi::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
-      return spgemm_bmi::masked_saxpy_typed<decltype(s), decltype(i), decltype(v)>(M, A, B, alloc);
+      return spgemm_bmi::masked_saxpy_typed<decltype(s), decltype(i), decltype(v)>(M, A, B, alloc, w);
     });
   return spgemm_generic::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
-    return spgemm_generic::masked_saxpy_typed<decltype(s), decltype(i), decltype(v)>(M, A, B, alloc);
+    return spgemm_generic::masked_saxpy_typed<decltype(s), decltype(i), decltype(v)>(M, A, B, alloc, w);
   });
 }
 
 Tensor masked_spgemm_dot(const Tensor& M, const Tensor& A, const Tensor& Bcsc, sj_semiring semiring,
-                         const Allocator& alloc) {
+                         const Allocator& alloc, Workers& w) {
   if (A.dims[1] != Bcsc.dims[0])
     fail(SJ_ERR_SHAPE_MISMATCH, "spgemm: A is ", A.dims[0], "x", A.dims[1], " but B is ", Bcsc.dims[0], "x",
          Bcsc.dims[1]);
   if (cpu_has_bmi())
     return spgemm_bmi::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
-      return spgemm_bmi::masked_dot_typed<decltype(s), decltype(i), decltype(v)>(M, A, Bcsc, alloc);
+      return spgemm_bmi::masked_dot_typed<decltype(s), decltype(i), decltype(v)>(M, A, Bcsc, alloc, w);
     });
   return spgemm_generic::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
-    return spgemm_generic::masked_dot_typed<decltype(s), decltype(i), decltype(v)>(M, A, Bcsc, alloc);
+    return spgemm_generic::masked_dot_typed<decltype(s), decltype(i), decltype(v)>(M, A, Bcsc, alloc, w);
   });
 }
 

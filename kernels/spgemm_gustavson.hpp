@@ -6,6 +6,10 @@
 // Exactness: every kernel walks A's row in increasing k and starts each output value from its
 // first product, so results are bit-identical to the reference kernels (reference.hpp).
 //
+// Threads: rows are split by estimated work (src/work_partition.hpp) among the `w` threads,
+// each with its own thread-local workspaces; outputs are joined in row order
+// (kernels/sparse_assembly.hpp), so results do not depend on the thread count.
+//
 // Output assembly: the result arrays are allocated once through the caller's allocator and
 // each row is written straight into them. Their size is an upper bound (sum over rows of
 // min(row flops, cols), or nnz(M) for masked products), computed in one O(nnz(A)) pass; rows
@@ -17,6 +21,7 @@
 
 #include "src/allocator.hpp"
 #include "src/tensor.hpp"
+#include "src/work_partition.hpp"
 
 namespace sj {
 
@@ -28,15 +33,15 @@ inline constexpr int64_t kUpperBoundBytes = int64_t(256) << 20;
 
 // C = A*B (A, B CSR, same index and value type). Dense row-major result when `dense_output`.
 Tensor spgemm_gustavson(const Tensor& A, const Tensor& B, sj_semiring semiring, bool dense_output,
-                        SpgemmAccumulator acc, const Allocator& alloc);
+                        SpgemmAccumulator acc, const Allocator& alloc, Workers& w);
 
 // C<M> = A*B by saxpy-then-mask (M, A, B CSR; only M's structure is read).
 Tensor masked_spgemm_saxpy(const Tensor& M, const Tensor& A, const Tensor& B, sj_semiring semiring,
-                           const Allocator& alloc);
+                           const Allocator& alloc, Workers& w);
 
 // C<M> = A*B by one sparse dot product per stored M(i,j): A's row i against B's column j.
 // `Bcsc` is B in CSC form (same index type as A).
 Tensor masked_spgemm_dot(const Tensor& M, const Tensor& A, const Tensor& Bcsc, sj_semiring semiring,
-                         const Allocator& alloc);
+                         const Allocator& alloc, Workers& w);
 
 }  // namespace sj

@@ -476,13 +476,73 @@ Tensor sparse_product(const CsView<I, V>& A, const CsView<I, V>& B, const Acc& a
   return C;
 }
 
-template <class S, class I, class V>
-void dense_product(const CsView<I, V>& A, const CsView<I, V>& B, V* __restrict C) {
+// The same on several threads (kernels/sparse_assembly.hpp): a parallel pass over A's rows
+// (split by nnz) records each row's multiply count and output bound; rows are then split by
+// multiplies and each chunk runs `make()`'s accumulator (the running thread's workspaces)
+// over its rows, into its own piece (or, for outputs too large for the bound, counts first).
+template <class S, class I, class V, class Make>
+Tensor sparse_product_parallel(const CsView<I, V>& A, const CsView<I, V>& B, Make&& make, const Allocator& alloc,
+                               ValueType vt, Workers& w) {
   const int64_t rows = A.outer, cols = B.inner;
-  std::fill_n(C, rows * cols, S::zero());
+  std::vector<int64_t> flops(static_cast<size_t>(rows) + 1), bound(static_cast<size_t>(rows) + 1);
+  flops[0] = bound[0] = 0;
+  w.run(partition_by_prefix(A.pos, rows, w, "A's nnz per row"), [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
+      int64_t f = 0, lo = std::numeric_limits<int64_t>::max(), hi = -1;
+      for (int64_t pa = A.pos[i], pe = A.pos[i + 1]; pa < pe; ++pa) {
+        const int64_t b0 = B.pos[A.crd[pa]], b1 = B.pos[A.crd[pa] + 1];
+        if (b0 == b1) continue;
+        f += b1 - b0;
+        lo = std::min<int64_t>(lo, B.crd[b0]);
+        hi = std::max<int64_t>(hi, B.crd[b1 - 1]);
+      }
+      flops[i + 1] = f + (A.pos[i + 1] - A.pos[i]) * 4 + 4;  // work: products, A's entries, the row
+      bound[i + 1] = f > 0 ? std::min(f, hi - lo + 1) : 0;
+    }
+  });
+  for (int64_t i = 0; i < rows; ++i) {
+    flops[i + 1] += flops[i];
+    bound[i + 1] += bound[i];
+  }
+  const Partition part = partition_by_prefix(flops.data(), rows, w, "multiplies per row (flops)");
+  if (use_upper_bound(bound[rows], sizeof(I) + sizeof(V), alloc))
+    return assemble_by_pieces<I, V>(w, part, rows, cols, bound.data(), kRowSlack, alloc, vt, false,
+                                    [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
+                                      auto [acc, ws] = make();
+                                      int64_t nz = 0;
+                                      for (int64_t i = r0; i < r1; ++i) {
+                                        if (A.pos[i] != A.pos[i + 1]) nz += acc.row(A, B, i, oc + nz, ov + nz, *ws);
+                                        ends[i] = nz;
+                                      }
+                                      return nz;
+                                    });
+  return assemble_two_pass<I, V>(
+      w, part, rows, cols, kRowSlack, alloc, vt,
+      [&](int64_t r0, int64_t r1, int64_t* counts) {
+        auto& ds = dense_scratch<V>();
+        ds.ensure(cols);
+        DenseAcc<S, I, V> counter{ds.marks.data(), ds.vals.data(), cols, nullptr};
+        for (int64_t i = r0; i < r1; ++i) counts[i] = A.pos[i] == A.pos[i + 1] ? 0 : counter.count(A, B, i, ds);
+      },
+      [&](int64_t r0, int64_t r1, I* crd, V* val, const int64_t* pos) {
+        auto [acc, ws] = make();
+        for (int64_t i = r0; i < r1; ++i)
+          if (pos[i] != pos[i + 1]) acc.row(A, B, i, crd + pos[i], val + pos[i], *ws);
+      });
+}
+
+template <class S, class I, class V>
+void dense_product(const CsView<I, V>& A, const CsView<I, V>& B, V* __restrict C, Workers& w) {
+  const int64_t rows = A.outer, cols = B.inner;
+  // Rows are disjoint slices of C: each chunk zeroes and fills its own.
+  w.run(partition_rows(rows, w, "A's nnz per row, plus the row's fill", [&](int64_t i) {
+          return (A.pos[i + 1] - A.pos[i]) * 8 + cols / 4;
+        }),
+        [&](int64_t r0, int64_t r1) {
+  std::fill_n(C + r0 * cols, (r1 - r0) * cols, S::zero());
   auto& ms = mark_scratch();
   uint32_t* __restrict mark = ms.ensure(cols);
-  for (int64_t i = 0; i < rows; ++i) {
+  for (int64_t i = r0; i < r1; ++i) {
     V* __restrict Ci = C + i * cols;
     const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
     if (a1 - a0 == 1) {
@@ -510,6 +570,7 @@ void dense_product(const CsView<I, V>& A, const CsView<I, V>& B, V* __restrict C
     }
   }
   ms.trim();
+        });
 }
 
 void check_dims(const Tensor& A, const Tensor& B) {
@@ -519,13 +580,33 @@ void check_dims(const Tensor& A, const Tensor& B) {
 }
 
 template <class S, class I, class V>
-Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumulator kind, const Allocator& alloc) {
+Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumulator kind, const Allocator& alloc,
+                    Workers& w) {
   const auto A = cs_view<I, V>(At);
   const auto B = cs_view<I, V>(Bt);
   if (dense) {
     int64_t dims[2] = {A.outer, B.inner};
     Tensor C = make_dense(alloc, 2, dims, At.value_type);
-    dense_product<S>(A, B, C.values.as_mut<V>());
+    dense_product<S>(A, B, C.values.as_mut<V>(), w);
+    return C;
+  }
+  if (w.threads > 1) {
+    // Each chunk takes the workspaces of the thread that runs it.
+    Tensor C = kind == SpgemmAccumulator::Dense
+                   ? sparse_product_parallel<S>(A, B, [&] {
+                       auto& ws = dense_scratch<V>();
+                       ws.ensure(B.inner);
+                       return std::make_pair(
+                           DenseAcc<S, I, V>{ws.marks.data(), ws.vals.data(), B.inner, bitmap_scratch().ensure(B.inner)},
+                           &ws);
+                     }, alloc, At.value_type, w)
+                   : sparse_product_parallel<S>(A, B, [&] {
+                       return std::make_pair(HashAcc<S, I, V>{B.inner, bitmap_scratch().ensure(B.inner)},
+                                             &hash_scratch<I, V>());
+                     }, alloc, At.value_type, w);
+    dense_scratch<V>().trim();
+    hash_scratch<I, V>().trim();
+    bitmap_scratch().trim();
     return C;
   }
   if (kind == SpgemmAccumulator::Dense) {
@@ -558,24 +639,27 @@ template <class I> CsView<I, uint8_t> mask_view(const Tensor& M) {
   return v;
 }
 
+// Both masked products write at most M's row length per row: pieces bounded by M.pos.
 template <class S, class I, class V>
-Tensor masked_saxpy_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, const Allocator& alloc) {
+Tensor masked_saxpy_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, const Allocator& alloc, Workers& w) {
   const auto M = mask_view<I>(Mt);
   const auto A = cs_view<I, V>(At);
   const auto B = cs_view<I, V>(Bt);
   const int64_t rows = A.outer, cols = B.inner;
-  const IndexType it = sizeof(I) == 4 ? IndexType::I32 : IndexType::I64;
-  Tensor C = make_compressed_matrix(alloc, true, rows, cols, M.nnz(), it, At.value_type);
-  int64_t* pos = C.levels[1].pos.as_mut<int64_t>();
-  I* __restrict crd = C.levels[1].crd.as_mut<I>();
-  V* __restrict val = C.values.as_mut<V>();
+  const Partition part = partition_rows(rows, w, "multiplies per row plus mask row", [&](int64_t i) {
+    if (M.pos[i] == M.pos[i + 1]) return int64_t(0);
+    int64_t f = M.pos[i + 1] - M.pos[i];
+    for (int64_t pa = A.pos[i]; pa < A.pos[i + 1]; ++pa) f += B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]];
+    return f;
+  });
+  Tensor C = assemble_by_pieces<I, V>(w, part, rows, cols, M.pos, 0, alloc, At.value_type, false,
+                                      [&](int64_t r0, int64_t r1, I* __restrict crd, V* __restrict val, int64_t* ends) {
   auto& ws = dense_scratch<V>();
   ws.ensure(cols);
   uint32_t* __restrict mk = ws.marks.data();
   V* __restrict acc = ws.vals.data();
   int64_t nz = 0;
-  pos[0] = 0;
-  for (int64_t i = 0; i < rows; ++i) {
+  for (int64_t i = r0; i < r1; ++i) {
     const int64_t m0 = M.pos[i], m1 = M.pos[i + 1], a0 = A.pos[i], a1 = A.pos[i + 1];
     if (m0 != m1 && a0 != a1) {
       const uint32_t allowed = ws.next(2), seen = allowed + 1;
@@ -601,26 +685,28 @@ Tensor masked_saxpy_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, 
         }
       }
     }
-    pos[i + 1] = nz;
+    ends[i] = nz;
   }
-  ws.trim();
+  return nz;
+  });
+  dense_scratch<V>().trim();
   return C;
 }
 
 template <class S, class I, class V>
-Tensor masked_dot_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, const Allocator& alloc) {
+Tensor masked_dot_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, const Allocator& alloc, Workers& w) {
   const auto M = mask_view<I>(Mt);
   const auto A = cs_view<I, V>(At);
   const auto B = cs_view<I, V>(Bt);  // CSC: outer = columns of B
   const int64_t rows = A.outer, cols = B.outer;
-  const IndexType it = sizeof(I) == 4 ? IndexType::I32 : IndexType::I64;
-  Tensor C = make_compressed_matrix(alloc, true, rows, cols, M.nnz(), it, At.value_type);
-  int64_t* pos = C.levels[1].pos.as_mut<int64_t>();
-  I* __restrict crd = C.levels[1].crd.as_mut<I>();
-  V* __restrict val = C.values.as_mut<V>();
+  const int64_t bmean = cols > 0 ? B.nnz() / cols : 0;
+  const Partition part = partition_rows(rows, w, "mask row x (A row + mean B column)", [&](int64_t i) {
+    return (M.pos[i + 1] - M.pos[i]) * (A.pos[i + 1] - A.pos[i] + bmean + 1);
+  });
+  return assemble_by_pieces<I, V>(w, part, rows, cols, M.pos, 0, alloc, At.value_type, false,
+                                  [&](int64_t r0, int64_t r1, I* __restrict crd, V* __restrict val, int64_t* ends) {
   int64_t nz = 0;
-  pos[0] = 0;
-  for (int64_t i = 0; i < rows; ++i) {
+  for (int64_t i = r0; i < r1; ++i) {
     const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
     if (a0 != a1) {
       const I afirst = A.crd[a0], alast = A.crd[a1 - 1];
@@ -657,9 +743,10 @@ Tensor masked_dot_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, co
         val[nz++] = acc;
       }
     }
-    pos[i + 1] = nz;
+    ends[i] = nz;
   }
-  return C;
+  return nz;
+  });
 }
 
 template <class F> decltype(auto) with_kernel_types(const Tensor& t, sj_semiring s, F&& f) {

@@ -90,7 +90,7 @@ class GustavsonSpgemm final : public ScheduleImpl {
   Tensor run(const ExecInputs& in) const override {
     const auto& ops = in.prepared.operands;
     Tensor out = spgemm_gustavson(ops[0], ops[1], in.req.options.semiring, in.req.options.dense_output != 0, kind_,
-                                  in.ctx.allocator);
+                                  in.ctx.allocator, workers_of(in));
     return out;
   }
 
@@ -112,7 +112,7 @@ class MaskedSaxpy final : public ScheduleImpl {
   }
   Tensor run(const ExecInputs& in) const override {
     const auto& ops = in.prepared.operands;
-    return masked_spgemm_saxpy(ops[0], ops[1], ops[2], in.req.options.semiring, in.ctx.allocator);
+    return masked_spgemm_saxpy(ops[0], ops[1], ops[2], in.req.options.semiring, in.ctx.allocator, workers_of(in));
   }
 };
 
@@ -135,7 +135,7 @@ class MaskedDot final : public ScheduleImpl {
   Tensor run(const ExecInputs& in) const override {
     const auto& ops = in.prepared.operands;
     const Tensor bcsc = csc_of_b(in);
-    return masked_spgemm_dot(ops[0], ops[1], bcsc, in.req.options.semiring, in.ctx.allocator);
+    return masked_spgemm_dot(ops[0], ops[1], bcsc, in.req.options.semiring, in.ctx.allocator, workers_of(in));
   }
 
  private:

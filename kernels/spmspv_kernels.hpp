@@ -14,6 +14,13 @@
 //
 // Workspaces are thread-local and kept between calls; only the entries a call touched are
 // reset, so a call costs O(its work), not O(m) or O(n), for sparse outputs.
+//
+// Threads (src/work_partition.hpp): every kernel splits the OUTPUT rows into chunks by
+// estimated work (A's nnz per row) and each chunk computes its rows exactly as the serial
+// loop does: push walks each x(j)'s column only over the chunk's rows (a binary search
+// finds where they start), into the running thread's accumulator. A sparse y is collected
+// per chunk at the chunk's own rows of the capacity-m sink (at most one entry per row), and
+// the chunks' segments are joined in row order. So y does not depend on the thread count.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -21,6 +28,7 @@
 #include <vector>
 
 #include "src/tensor.hpp"
+#include "src/work_partition.hpp"
 
 namespace sj::spmspv {
 
@@ -30,7 +38,8 @@ template <class I, class V> struct Scratch {
   std::vector<V> acc;        // push: row accumulators (size m); densify: x values (size n)
   std::vector<uint8_t> mark; // push: touched rows; densify: stored x(j)
   std::vector<I> list;       // push: touched rows in first-touch order; row kernels: output idx
-  std::vector<V> outv;       // row kernels: output values
+  std::vector<V> outv;       // row kernels, push: output values
+  std::vector<I> outi;       // push: output indices
   static Scratch& get() {
     static thread_local Scratch s;
     return s;
@@ -43,24 +52,47 @@ template <class I, class V> struct Scratch {
     if (static_cast<int64_t>(list.size()) < n_list) {
       list.resize(n_list);
       outv.resize(n_list);
+      outi.resize(n_list);
     }
   }
 };
 
 // Output sink: either a dense y (every element written; zero() where no product), or a
-// sparse y collected in increasing i into idx/val arrays of capacity m.
+// sparse y collected in increasing i into idx/val arrays of capacity m: chunk c of rows
+// [r0, r1) writes its entries from idx + r0, and segments[c] = {r0, its count}.
 template <class I, class V> struct RowSink {
   V* dense = nullptr;  // when non-null
   I* idx = nullptr;
   V* val = nullptr;
-  int64_t count = 0;
+  int64_t count = 0;  // total entries
+  std::vector<std::pair<int64_t, int64_t>> segments;
+
+  // Copies the segments, in order, to oi/ov (capacity count).
+  void gather(I* oi, V* ov) const {
+    int64_t o = 0;
+    for (auto [start, n] : segments) {
+      if (!n) continue;
+      std::memcpy(oi + o, idx + start, sizeof(I) * static_cast<size_t>(n));
+      std::memcpy(ov + o, val + start, sizeof(V) * static_cast<size_t>(n));
+      o += n;
+    }
+  }
 };
 
+// Runs chunk(c, r0, r1) -> entries written, over the partition, and records the segments.
+template <class I, class V, class Chunk>
+void run_sink_chunks(Workers& w, const Partition& p, RowSink<I, V>& sink, Chunk&& chunk) {
+  sink.segments.assign(static_cast<size_t>(p.chunks()), {0, 0});
+  w.run_indexed(p, [&](int64_t c, int64_t r0, int64_t r1) { sink.segments[c] = {r0, chunk(r0, r1)}; });
+  sink.count = 0;
+  for (auto& sgm : sink.segments) sink.count += sgm.second;
+}
+
 // ---- push: A given as CSC (outer = columns j, inner = rows i) ----
-// Calls finish(list, count, acc, mark) with the touched rows (unsorted) whose acc holds y(i);
-// finish must reset mark[i] for every listed i.
+// Over the output rows [r0, r1) only. Calls finish(list, count, acc, mark) with the touched
+// rows (unsorted) whose acc holds y(i); finish must reset mark[i] for every listed i.
 template <class S, class I, class V, class Finish>
-void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, Finish&& finish) {
+void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, int64_t r0, int64_t r1, Finish&& finish) {
   const int64_t m = Acsc.inner;
   auto& ws = Scratch<I, V>::get();
   ws.need(m, m);
@@ -71,11 +103,18 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, Finish&
   const int64_t* pos = Acsc.pos;
   const I* crd = Acsc.crd;
   const V* val = Acsc.val;
+  const bool all = r0 == 0 && r1 == m;
   for (int64_t p = 0; p < x.nnz; ++p) {
     const int64_t j = x.idx[p];
     const V xj = x.val[p];
-    for (int64_t q = pos[j], e = pos[j + 1]; q < e; ++q) {
+    int64_t q = pos[j], e = pos[j + 1];
+    if (!all) {
+      if (q == e || crd[e - 1] < r0 || crd[q] >= r1) continue;
+      q = std::lower_bound(crd + q, crd + e, static_cast<I>(r0)) - crd;
+    }
+    for (; q < e; ++q) {
       const I i = crd[q];
+      if (!all && i >= r1) break;
       const V prod = S::mul(val[q], xj);
       if (mark[i]) {
         acc[i] = S::add(acc[i], prod);
@@ -89,79 +128,102 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, Finish&
   finish(list, cnt, acc, mark);
 }
 
-// Sparse y: sorted indices. Sorts the touched list when that is cheaper than scanning the
-// m marks; writes into idx/val (capacity >= count) given by alloc_out(count).
-template <class S, class I, class V, class AllocOut>
-void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, AllocOut&& alloc_out) {
-  const int64_t m = Acsc.inner;
-  push_accumulate<S>(Acsc, x, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
-    auto [oi, ov] = alloc_out(cnt);
-    // sort ~ cnt*log2(cnt) * ~2 ns vs scan ~ m * 0.3 ns
-    double lg = 1;
-    for (int64_t c = cnt; c > 1; c >>= 1) lg += 1;
-    if (static_cast<double>(cnt) * lg * 6.0 < static_cast<double>(m)) {
-      std::sort(list, list + cnt);
-      for (int64_t k = 0; k < cnt; ++k) {
-        const I i = list[k];
-        oi[k] = i;
-        ov[k] = acc[i];
-        mark[i] = 0;
-      }
-    } else {
-      int64_t k = 0;
-      for (int64_t i = 0; i < m && k < cnt; ++i) {
-        if (mark[i]) {
-          oi[k] = static_cast<I>(i);
+// The partition of push: output rows by A's nnz per row (`row_pos`: A's CSR positions).
+inline Partition push_partition(const int64_t* row_pos, int64_t m, int64_t nx, int64_t n, Workers& w) {
+  // Expected products ~ nnz(A) * nx / n: below a chunk's work the call stays serial.
+  if (w.threads <= 1 || n <= 0 || static_cast<double>(row_pos[m]) * static_cast<double>(nx) / static_cast<double>(n) <
+                                      2.0 * static_cast<double>(parallel_tuning().min_chunk_work.load()))
+    return partition_by_prefix(nullptr, m, w, "serial: few products");
+  return partition_by_prefix(row_pos, m, w, "A's nnz per output row");
+}
+
+// Sparse y: sorted indices, written into the sink (capacity m) chunk by chunk. Each chunk
+// sorts its touched list when that is cheaper than scanning its rows' marks.
+template <class S, class I, class V>
+void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part, Workers& w,
+                 RowSink<I, V>& sink) {
+  run_sink_chunks(w, part, sink, [&](int64_t r0, int64_t r1) {
+    int64_t written = 0;
+    push_accumulate<S>(Acsc, x, r0, r1, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
+      I* oi = sink.idx + r0;
+      V* ov = sink.val + r0;
+      // sort ~ cnt*log2(cnt) * ~2 ns vs scan ~ rows * 0.3 ns
+      double lg = 1;
+      for (int64_t c = cnt; c > 1; c >>= 1) lg += 1;
+      if (static_cast<double>(cnt) * lg * 6.0 < static_cast<double>(r1 - r0)) {
+        std::sort(list, list + cnt);
+        for (int64_t k = 0; k < cnt; ++k) {
+          const I i = list[k];
+          oi[k] = i;
           ov[k] = acc[i];
           mark[i] = 0;
-          ++k;
+        }
+      } else {
+        int64_t k = 0;
+        for (int64_t i = r0; i < r1 && k < cnt; ++i) {
+          if (mark[i]) {
+            oi[k] = static_cast<I>(i);
+            ov[k] = acc[i];
+            mark[i] = 0;
+            ++k;
+          }
         }
       }
-    }
+      written = cnt;
+    });
+    return written;
   });
 }
 
 // Dense y (length m): zero() where no product formed.
 template <class S, class I, class V>
-void push_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, V* y) {
-  const int64_t m = Acsc.inner;
-  std::fill_n(y, m, S::zero());
-  push_accumulate<S>(Acsc, x, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
-    for (int64_t k = 0; k < cnt; ++k) {
-      const I i = list[k];
-      y[i] = acc[i];
-      mark[i] = 0;
-    }
+void push_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, V* y, const Partition& part, Workers& w) {
+  w.run(part, [&](int64_t r0, int64_t r1) {
+    std::fill(y + r0, y + r1, S::zero());
+    push_accumulate<S>(Acsc, x, r0, r1, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
+      for (int64_t k = 0; k < cnt; ++k) {
+        const I i = list[k];
+        y[i] = acc[i];
+        mark[i] = 0;
+      }
+    });
   });
 }
 
 // ---- row-wise kernels over A in CSR ----
-// Runs row(i, &v) -> bool (true when some product formed) for every row and writes the
-// results into the sink.
+// Runs row(i, &v) -> bool (true when some product formed) for every row of A, in chunks
+// split by A's nnz per row, and writes the results into the sink.
 template <class S, class V, class I, class Row>
-void for_rows(int64_t m, RowSink<I, V>& sink, Row&& row) {
+void for_rows(const CsView<I, V>& A, RowSink<I, V>& sink, Workers& w, Row&& row) {
+  const Partition part = partition_by_prefix(A.pos, A.outer, w, "A's nnz per row");
   if (sink.dense) {
-    for (int64_t i = 0; i < m; ++i) {
-      V v;
-      sink.dense[i] = row(i, v) ? v : S::zero();
-    }
-  } else {
+    w.run(part, [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0; i < r1; ++i) {
+        V v;
+        sink.dense[i] = row(i, v) ? v : S::zero();
+      }
+    });
+    return;
+  }
+  run_sink_chunks(w, part, sink, [&](int64_t r0, int64_t r1) {
+    I* idx = sink.idx + r0;
+    V* val = sink.val + r0;
     int64_t c = 0;
-    for (int64_t i = 0; i < m; ++i) {
+    for (int64_t i = r0; i < r1; ++i) {
       V v;
       if (row(i, v)) {
-        sink.idx[c] = static_cast<I>(i);
-        sink.val[c] = v;
+        idx[c] = static_cast<I>(i);
+        val[c] = v;
         ++c;
       }
     }
-    sink.count = c;
-  }
+    return c;
+  });
 }
 
 // densify: gather from x scattered into a dense array + byte map (n = A.inner).
 template <class S, class I, class V>
-void densify(const CsView<I, V>& A, const SpVecView<I, V>& x, RowSink<I, V>& sink) {
+void densify(const CsView<I, V>& A, const SpVecView<I, V>& x, RowSink<I, V>& sink, Workers& w) {
   auto& ws = Scratch<I, V>::get();
   ws.need(A.inner, 0);
   V* xv = ws.acc.data();
@@ -173,9 +235,10 @@ void densify(const CsView<I, V>& A, const SpVecView<I, V>& x, RowSink<I, V>& sin
   const int64_t* pos = A.pos;
   const I* crd = A.crd;
   const V* val = A.val;
-  // Rows entirely outside [xlo, xhi] form no product.
+  // Rows entirely outside [xlo, xhi] form no product. (xv/has are this thread's; the
+  // chunks on other threads only read them, before this call resets has.)
   const I xlo = x.nnz ? x.idx[0] : I(0), xhi = x.nnz ? x.idx[x.nnz - 1] : I(-1);
-  for_rows<S, V>(A.outer, sink, [&](int64_t i, V& out) {
+  for_rows<S, V>(A, sink, w, [&](int64_t i, V& out) {
     int64_t p = pos[i];
     const int64_t e = pos[i + 1];
     if (p == e || crd[e - 1] < xlo || crd[p] > xhi) return false;
@@ -210,7 +273,7 @@ template <class I> inline int64_t gallop(const I* a, int64_t lo, int64_t hi, I k
 
 // search: the shorter side leads, the longer one is galloped through.
 template <class S, class I, class V>
-void search(const CsView<I, V>& A, const SpVecView<I, V>& x, RowSink<I, V>& sink) {
+void search(const CsView<I, V>& A, const SpVecView<I, V>& x, RowSink<I, V>& sink, Workers& w) {
   const int64_t* pos = A.pos;
   const I* crd = A.crd;
   const V* val = A.val;
@@ -218,7 +281,7 @@ void search(const CsView<I, V>& A, const SpVecView<I, V>& x, RowSink<I, V>& sink
   const V* xv = x.val;
   const int64_t nx = x.nnz;
   const I xlo = nx ? xi[0] : I(0), xhi = nx ? xi[nx - 1] : I(-1);
-  for_rows<S, V>(A.outer, sink, [&](int64_t i, V& out) {
+  for_rows<S, V>(A, sink, w, [&](int64_t i, V& out) {
     int64_t p = pos[i];
     const int64_t e = pos[i + 1];
     if (p == e || crd[e - 1] < xlo || crd[p] > xhi) return false;
@@ -249,14 +312,14 @@ void search(const CsView<I, V>& A, const SpVecView<I, V>& x, RowSink<I, V>& sink
 
 // inner: plain two-finger merge of each row with x.
 template <class S, class I, class V>
-void inner(const CsView<I, V>& A, const SpVecView<I, V>& x, RowSink<I, V>& sink) {
+void inner(const CsView<I, V>& A, const SpVecView<I, V>& x, RowSink<I, V>& sink, Workers& w) {
   const int64_t* pos = A.pos;
   const I* crd = A.crd;
   const V* val = A.val;
   const I* xi = x.idx;
   const V* xv = x.val;
   const int64_t nx = x.nnz;
-  for_rows<S, V>(A.outer, sink, [&](int64_t i, V& out) {
+  for_rows<S, V>(A, sink, w, [&](int64_t i, V& out) {
     int64_t p = pos[i], q = 0;
     const int64_t e = pos[i + 1];
     bool any = false;
@@ -283,11 +346,12 @@ void inner(const CsView<I, V>& A, const SpVecView<I, V>& x, RowSink<I, V>& sink)
 // Row-wise SpMV with dense x (every y(i) written; zero() for an empty row): the gather half
 // of densify, x being dense already.
 template <class S, class I, class V>
-void spmv_rows(const CsView<I, V>& A, const V* __restrict x, V* __restrict y) {
+void spmv_rows(const CsView<I, V>& A, const V* __restrict x, V* __restrict y, Workers& w) {
   const int64_t* pos = A.pos;
   const I* crd = A.crd;
   const V* val = A.val;
-  for (int64_t i = 0; i < A.outer; ++i) {
+  w.run(partition_by_prefix(A.pos, A.outer, w, "A's nnz per row"), [&](int64_t r0, int64_t r1) {
+  for (int64_t i = r0; i < r1; ++i) {
     const int64_t b = pos[i], e = pos[i + 1];
     if (b == e) {
       y[i] = S::zero();
@@ -297,6 +361,7 @@ void spmv_rows(const CsView<I, V>& A, const V* __restrict x, V* __restrict y) {
     for (int64_t p = b + 1; p < e; ++p) acc = S::add(acc, S::mul(val[p], x[crd[p]]));
     y[i] = acc;
   }
+  });
 }
 
 }  // namespace sj::spmspv

@@ -108,7 +108,8 @@ Features features(const PlanInputs& in) {
   return f;
 }
 
-// Runs a row-wise kernel into a dense or exact-size sparse result.
+// Runs a row-wise kernel (split into chunks of rows on the call's threads) into a dense or
+// exact-size sparse result.
 template <class I, class V, class Kernel>
 Tensor run_rowwise(const ExecInputs& in, Kernel&& kernel) {
   const Allocator& alloc = in.ctx.allocator;
@@ -117,10 +118,11 @@ Tensor run_rowwise(const ExecInputs& in, Kernel&& kernel) {
   auto x = spvec_view<I, V>(in.prepared.operands[1]);
   if (A.inner != x.n) fail(SJ_ERR_SHAPE_MISMATCH, "spmspv: A is ", A.outer, "x", A.inner, " but x has length ", x.n);
   spmspv::RowSink<I, V> sink;
+  Workers& w = workers_of(in);
   if (in.req.options.dense_output) {
     Tensor y = make_dense(alloc, 1, &A.outer, vt);
     sink.dense = y.values.as_mut<V>();
-    kernel(A, x, sink);
+    kernel(A, x, sink, w);
     return y;
   }
   // Collected into thread-local scratch (capacity m), then copied at exact size.
@@ -128,12 +130,9 @@ Tensor run_rowwise(const ExecInputs& in, Kernel&& kernel) {
   ws.need(0, A.outer);
   sink.idx = ws.list.data();
   sink.val = ws.outv.data();
-  kernel(A, x, sink);
+  kernel(A, x, sink, w);
   Tensor y = make_sparse_vector(alloc, A.outer, sink.count, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
-  if (sink.count) {
-    std::memcpy(y.levels[0].crd.mutable_data(), sink.idx, sizeof(I) * sink.count);
-    std::memcpy(y.values.mutable_data(), sink.val, sizeof(V) * sink.count);
-  }
+  sink.gather(y.levels[0].crd.as_mut<I>(), y.values.as_mut<V>());
   return y;
 }
 
@@ -176,16 +175,25 @@ class Push final : public SpmspvSchedule {
       auto A = cs_view<I, V>(csc);  // outer = columns
       auto x = spvec_view<I, V>(in.prepared.operands[1]);
       if (A.outer != x.n) fail(SJ_ERR_SHAPE_MISMATCH, "spmspv: A is ", A.inner, "x", A.outer, " but x has length ", x.n);
+      // Output rows split by A's nnz per row (the CSR form's positions).
+      Workers& w = workers_of(in);
+      const Partition part = spmspv::push_partition(in.prepared.operands[0].levels[1].pos.as<int64_t>(), A.inner,
+                                                    x.nnz, x.n, w);
       if (in.req.options.dense_output) {
         Tensor y = make_dense(alloc, 1, &A.inner, vt);
-        spmspv::push_dense<S>(A, x, y.values.as_mut<V>());
+        spmspv::push_dense<S>(A, x, y.values.as_mut<V>(), part, w);
         return y;
       }
-      Tensor y;
-      spmspv::push_sparse<S>(A, x, [&](int64_t cnt) {
-        y = make_sparse_vector(alloc, A.inner, cnt, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
-        return std::pair<I*, V*>(y.levels[0].crd.as_mut<I>(), y.values.as_mut<V>());
-      });
+      // Collected in this thread's output scratch (push's touched lists are in each running
+      // thread's Scratch::list), then copied at exact size.
+      auto& ws = spmspv::Scratch<I, V>::get();
+      ws.need(0, A.inner);
+      spmspv::RowSink<I, V> sink;
+      sink.idx = ws.outi.data();
+      sink.val = ws.outv.data();
+      spmspv::push_sparse<S>(A, x, part, w, sink);
+      Tensor y = make_sparse_vector(alloc, A.inner, sink.count, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
+      sink.gather(y.levels[0].crd.as_mut<I>(), y.values.as_mut<V>());
       return y;
     });
   }
@@ -203,7 +211,7 @@ class Densify final : public SpmspvSchedule {
     uses_of(in.req.operands[0], true);
     return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
-      return run_rowwise<decltype(i), decltype(v)>(in, [](auto& A, auto& x, auto& sink) { spmspv::densify<S>(A, x, sink); });
+      return run_rowwise<decltype(i), decltype(v)>(in, [](auto& A, auto& x, auto& sink, Workers& w) { spmspv::densify<S>(A, x, sink, w); });
     });
   }
 };
@@ -221,7 +229,7 @@ class Search final : public SpmspvSchedule {
     uses_of(in.req.operands[0], true);
     return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
-      return run_rowwise<decltype(i), decltype(v)>(in, [](auto& A, auto& x, auto& sink) { spmspv::search<S>(A, x, sink); });
+      return run_rowwise<decltype(i), decltype(v)>(in, [](auto& A, auto& x, auto& sink, Workers& w) { spmspv::search<S>(A, x, sink, w); });
     });
   }
 };
@@ -260,7 +268,7 @@ class SpmvGather final : public ScheduleImpl {
       const Tensor& x = in.prepared.operands[1];
       if (A.inner != x.dims[0]) fail(SJ_ERR_SHAPE_MISMATCH, "spmv: A is ", A.outer, "x", A.inner, " but x has length ", x.dims[0]);
       Tensor y = make_dense(in.ctx.allocator, 1, &A.outer, in.prepared.value_type);
-      spmspv::spmv_rows<S>(A, x.values.as<V>(), y.values.as_mut<V>());
+      spmspv::spmv_rows<S>(A, x.values.as<V>(), y.values.as_mut<V>(), workers_of(in));
       return y;
     });
   }

@@ -26,4 +26,9 @@ std::shared_ptr<cache::PersistentStore> Context::store() const {
   return store_;
 }
 
+ThreadPool& Context::pool() const {
+  std::call_once(pool_once_, [&] { pool_ = std::make_unique<ThreadPool>(threads); });
+  return *pool_;
+}
+
 }  // namespace sj

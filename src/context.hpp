@@ -8,6 +8,7 @@
 
 #include "spdlog/logger.h"
 #include "src/allocator.hpp"
+#include "src/thread_pool.hpp"
 
 namespace sj {
 
@@ -30,7 +31,13 @@ struct Context {
   // ~/.cache is opened on first use, so contexts that never store create nothing.
   std::shared_ptr<cache::PersistentStore> store() const;
 
+  // The context's workers (threads - 1 of them; the calling thread is the other), started
+  // on the first call that runs in parallel, so contexts used serially start no thread.
+  ThreadPool& pool() const;
+
  private:
+  mutable std::once_flag pool_once_;
+  mutable std::unique_ptr<ThreadPool> pool_;
   mutable std::once_flag store_once_;
   mutable std::shared_ptr<cache::PersistentStore> store_;
 };

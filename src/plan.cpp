@@ -5,10 +5,12 @@
 
 #include "cache/kernel_cache.hpp"
 #include "kernels/schedule.hpp"
+#include "src/calibration.hpp"
 #include "src/derived_forms.hpp"
 #include "src/error.hpp"
 #include "src/inspect.hpp"
 #include "src/json_writer.hpp"
+#include "src/work_partition.hpp"
 
 namespace sj {
 namespace {
@@ -49,7 +51,8 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
     given_.push_back(req.operands[i].describe());
     MatrixStats s;
     if (t.order == 2 && is_csr(t)) {
-      auto compute = [&] { return matrix_stats(t, /*with_bandwidth=*/false); };
+      const bool deferred = i == 1 && prepared.b_transpose_deferred;  // t is B, the stats are B^T's
+      auto compute = [&] { return deferred ? transpose_stats(t) : matrix_stats(t, /*with_bandwidth=*/false); };
       const Tensor& src = req.operands[i];
       bool transposed = (i == 0 && op_ != SJ_OP_SPGEMM_MASKED && options_.transpose_a) ||
                         (op_ == SJ_OP_SPGEMM_MASKED && i == 1 && options_.transpose_a) ||
@@ -98,6 +101,16 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
     fail(SJ_ERR_INVALID_ARGUMENT, "schedule '", to_string(want), "' cannot serve ", to_string(op_), " here", why,
          " (available: auto", names, ")");
   }
+  // A decision measured for this statistics bucket (or measured now, with options.calibrate)
+  // overrides the cost model (src/calibration.hpp).
+  if (want == SJ_SCHEDULE_AUTO && op_ != SJ_OP_TRANSPOSE) {
+    std::vector<double> costs;
+    std::vector<bool> applicable;
+    for (const Candidate& c : candidates_) costs.push_back(c.estimated_cost), applicable.push_back(c.applicable);
+    CalibrationOutcome cal = calibrate_or_recall(in, impls, costs, applicable);
+    if (cal.chosen >= 0) best = cal.chosen;
+    calibration_ = std::move(cal.explain_json);
+  }
   impl_ = impls[best];
   chosen_ = impl_->schedule();
   state_ = impl_->prepare(in, &kernel_source_, &build_ms_);
@@ -118,7 +131,11 @@ Tensor Plan::execute(const std::vector<Tensor>& operands) {
   auto t0 = std::chrono::steady_clock::now();
   OpRequest req{op_, operands, options_};
   PreparedOperands prepared = prepare(req, ctx_.allocator);
-  Tensor out = impl_->run(ExecInputs{req, prepared, ctx_, state_.get()});
+  Workers workers = Workers::for_call(ctx_, options_.threads);
+  Tensor out = impl_->run(ExecInputs{req, prepared, ctx_, state_.get(), &workers});
+  last_threads_ = workers.threads;
+  last_chunks_ = workers.chunks;
+  last_partition_ = workers.basis;
   // Schedules compute in the operands' common coordinate type; the caller may want another.
   if (options_.output_index_type != -1 && out.order > 0 && !is_dense(out)) {
     IndexType it = from_c(static_cast<sj_index_type>(options_.output_index_type));
@@ -164,7 +181,14 @@ std::string Plan::explain() const {
         .field("applicable", c.applicable).field("note", c.note).end_object();
   w.end_array();
   w.field("chosen", to_string(chosen_));
+  if (!calibration_.empty()) w.key("calibration").raw(calibration_);
   w.key("kernel").begin_object().field("source", kernel_source_).field("build_ms", build_ms_).end_object();
+  w.key("parallel").begin_object()
+      .field("threads_requested", options_.threads)
+      .field("threads", last_threads_.load() > 0 ? last_threads_.load() : Workers::for_call(ctx_, options_.threads).threads)
+      .field("chunks", last_chunks_.load())
+      .field("partition", partition_text())
+      .end_object();
   w.key("kernel_cache").raw(cache::KernelCache::global().stats().to_json());
   w.key("timings_ms").begin_object().field("inspect", inspect_ms_).field("plan", plan_ms_)
       .field("first_execute", first_execute_ms_.load())
@@ -177,6 +201,17 @@ std::string Plan::explain() const {
 }  // namespace sj
 
 namespace sj {
+
+std::string Plan::partition_text() const {
+  if (executions_.load() == 0) return "not executed yet";
+  if (last_chunks_.load() <= 1) {
+    if (chosen_ == SJ_SCHEDULE_REFERENCE) return "serial (the reference kernel is always serial)";
+    return "serial (one chunk: too little work to split, or one thread)";
+  }
+  const char* basis = last_partition_.load();
+  if (std::string_view(basis).starts_with("static")) return cat("rows split ", basis);
+  return cat("rows split by ", basis, ", chunks taken dynamically");
+}
 
 std::string Plan::explain_text() const {
   std::string out = cat("plan for ", to_string(op_), " (semiring ", to_string(options_.semiring), ", schedule requested ",
@@ -204,11 +239,16 @@ std::string Plan::explain_text() const {
                     "cannot serve", c.note.c_str());
     out += line;
   }
-  char tail[512];
+  if (!calibration_.empty()) out += cat("  calibration: ", calibration_, "\n");
+  char tail[1024];
   std::snprintf(tail, sizeof tail,
                 "  chosen: %s; kernel from %s (%.3f ms to build)\n"
+                "  threads: %d (requested %d); last execution: %lld chunk(s), %s\n"
                 "  times: inspect %.3f ms, plan %.3f ms, first execute %.3f ms, last execute %.3f ms, %lld executions\n",
-                std::string(to_string(chosen_)).c_str(), kernel_source_.c_str(), build_ms_, inspect_ms_, plan_ms_,
+                std::string(to_string(chosen_)).c_str(), kernel_source_.c_str(), build_ms_,
+                last_threads_.load() > 0 ? last_threads_.load() : Workers::for_call(ctx_, options_.threads).threads,
+                options_.threads, static_cast<long long>(last_chunks_.load()), partition_text().c_str(), inspect_ms_,
+                plan_ms_,
                 first_execute_ms_.load(), last_execute_ms_.load(), static_cast<long long>(executions_.load()));
   return out + tail;
 }

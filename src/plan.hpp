@@ -48,6 +48,8 @@ class Plan {
   std::string explain() const;
   // The same, as readable text.
   std::string explain_text() const;
+  // How the last execution split its work among threads, in words.
+  std::string partition_text() const;
 
   sj_schedule schedule() const { return chosen_; }
   sj_op op() const { return op_; }
@@ -64,6 +66,7 @@ class Plan {
   std::shared_ptr<const void> state_;  // the chosen schedule's per-plan state
   std::string kernel_source_ = "built-in";
   double build_ms_ = 0;
+  std::string calibration_;        // explain's "calibration" object (JSON), "" when none
   std::vector<MatrixStats> stats_;  // the inspector's findings per operand
   std::vector<std::string> given_;  // each operand as the caller gave it (describe())
   double flops_ = -1;
@@ -72,6 +75,10 @@ class Plan {
   std::atomic<int64_t> executions_{0};
   std::atomic<double> last_execute_ms_{0};
   std::atomic<double> first_execute_ms_{-1};
+  // What the last execution's parallel loops did (src/work_partition.hpp).
+  std::atomic<int> last_threads_{0};
+  std::atomic<int64_t> last_chunks_{0};
+  std::atomic<const char*> last_partition_{""};
 };
 
 }  // namespace sj

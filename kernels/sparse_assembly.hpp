@@ -1,0 +1,136 @@
+// Sparse outputs built by many threads without atomics or locks on the output: each chunk of
+// rows (src/work_partition.hpp) writes its rows back to back, and the chunks are joined in
+// row order by a prefix sum. Two ways:
+//
+//   assemble_by_pieces   one pass: each chunk writes into its own piece, sized by a per-row
+//                        upper bound; the pieces' lengths are prefix-summed and copied, in
+//                        parallel, into result arrays of the exact size. One thread (one
+//                        chunk) writes straight into the result, sized by the bound.
+//   assemble_two_pass    symbolic counts per row -> prefix sum -> numeric fill at the final
+//                        positions; for outputs whose upper bound would be too large.
+//   assemble_vector_pieces   the pieces way for a sparse vector (at most one entry per row).
+//
+// Rows are computed by the caller's functions exactly as in a serial loop, so the result does
+// not depend on the partition.
+#pragma once
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "src/tensor.hpp"
+#include "src/work_partition.hpp"
+
+namespace sj {
+
+template <class I> constexpr IndexType index_type_of() { return sizeof(I) == 4 ? IndexType::I32 : IndexType::I64; }
+
+// fill(r0, r1, I* oc, V* ov, int64_t* ends) writes rows [r0, r1) back to back from oc/ov,
+// sets ends[r] (absolute row r) to the end of row r relative to oc, and returns the count.
+// bound_prefix: rows + 1 entries, a prefix sum of per-row upper bounds; `slack` entries of
+// room past the bound that fill may scribble on. `shrink`: a serial result under half its
+// bound is copied to exact size.
+template <class I, class V, class Fill>
+Tensor assemble_by_pieces(Workers& w, const Partition& p, int64_t rows, int64_t cols, const int64_t* bound_prefix,
+                          int64_t slack, const Allocator& alloc, ValueType vt, bool shrink, Fill&& fill) {
+  const IndexType it = index_type_of<I>();
+  if (p.chunks() <= 1) {
+    const int64_t bound = bound_prefix[rows];
+    Tensor C = make_compressed_matrix(alloc, true, rows, cols, bound + slack, it, vt);
+    int64_t* pos = C.levels[1].pos.template as_mut<int64_t>();
+    pos[0] = 0;
+    const int64_t nnz = rows > 0 ? fill(int64_t(0), rows, C.levels[1].crd.template as_mut<I>(),
+                                        C.values.template as_mut<V>(), pos + 1)
+                                 : 0;
+    if (!shrink || nnz * 2 >= bound || bound < 1024) return C;
+    Tensor E = make_compressed_matrix(alloc, true, rows, cols, nnz, it, vt);
+    std::memcpy(E.levels[1].pos.mutable_data(), pos, sizeof(int64_t) * static_cast<size_t>(rows + 1));
+    std::memcpy(E.levels[1].crd.mutable_data(), C.levels[1].crd.data(), sizeof(I) * static_cast<size_t>(nnz));
+    std::memcpy(E.values.mutable_data(), C.values.data(), sizeof(V) * static_cast<size_t>(nnz));
+    return E;
+  }
+  const int64_t k = p.chunks();
+  std::vector<int64_t> ends(static_cast<size_t>(rows) + 1, 0);
+  std::vector<std::unique_ptr<I[]>> pc(static_cast<size_t>(k));
+  std::vector<std::unique_ptr<V[]>> pv(static_cast<size_t>(k));
+  std::vector<int64_t> off(static_cast<size_t>(k) + 1, 0);
+  w.run_indexed(p, [&](int64_t c, int64_t b, int64_t e) {
+    const size_t cap = static_cast<size_t>(bound_prefix[e] - bound_prefix[b] + slack);
+    pc[c] = std::make_unique_for_overwrite<I[]>(cap);
+    pv[c] = std::make_unique_for_overwrite<V[]>(cap);
+    off[c + 1] = fill(b, e, pc[c].get(), pv[c].get(), ends.data() + 1);
+  });
+  for (int64_t c = 0; c < k; ++c) off[c + 1] += off[c];
+  Tensor C = make_compressed_matrix(alloc, true, rows, cols, off[k], it, vt);
+  int64_t* pos = C.levels[1].pos.template as_mut<int64_t>();
+  I* crd = C.levels[1].crd.template as_mut<I>();
+  V* val = C.values.template as_mut<V>();
+  pos[0] = 0;
+  w.run_indexed(p, [&](int64_t c, int64_t b, int64_t e) {
+    const int64_t o = off[c], n = off[c + 1] - o;
+    if (n) {
+      std::memcpy(crd + o, pc[c].get(), sizeof(I) * static_cast<size_t>(n));
+      std::memcpy(val + o, pv[c].get(), sizeof(V) * static_cast<size_t>(n));
+    }
+    for (int64_t r = b; r < e; ++r) pos[r + 1] = ends[r + 1] + o;
+    pc[c].reset();
+    pv[c].reset();
+  });
+  return C;
+}
+
+// count(r0, r1, int64_t* counts) sets counts[r] to the length of row r, for r in [r0, r1);
+// fill(r0, r1, I* crd, V* val, const int64_t* pos) writes row r at pos[r].
+template <class I, class V, class Count, class Fill>
+Tensor assemble_two_pass(Workers& w, const Partition& p, int64_t rows, int64_t cols, int64_t slack,
+                         const Allocator& alloc, ValueType vt, Count&& count, Fill&& fill) {
+  std::vector<int64_t> pos(static_cast<size_t>(rows) + 1, 0);
+  w.run(p, [&](int64_t b, int64_t e) { count(b, e, pos.data() + 1); });
+  for (int64_t r = 0; r < rows; ++r) pos[r + 1] += pos[r];
+  Tensor C = make_compressed_matrix(alloc, true, rows, cols, pos[rows] + slack, index_type_of<I>(), vt);
+  int64_t* cp = C.levels[1].pos.template as_mut<int64_t>();
+  std::memcpy(cp, pos.data(), sizeof(int64_t) * pos.size());
+  I* crd = C.levels[1].crd.template as_mut<I>();
+  V* val = C.values.template as_mut<V>();
+  w.run(p, [&](int64_t b, int64_t e) { fill(b, e, crd, val, cp); });
+  return C;
+}
+
+// fill(r0, r1, I* oi, V* ov) writes the stored entries of rows [r0, r1) in increasing index
+// order (at most r1 - r0 of them) and returns their count. A serial call fills `scratch`
+// (capacity n) and copies it at exact size.
+template <class I, class V, class Fill>
+Tensor assemble_vector_pieces(Workers& w, const Partition& p, int64_t n, const Allocator& alloc, ValueType vt,
+                              I* scratch_idx, V* scratch_val, Fill&& fill) {
+  const IndexType it = index_type_of<I>();
+  const int64_t k = p.chunks();
+  std::vector<int64_t> off(static_cast<size_t>(k) + 1, 0);
+  if (k <= 1) {
+    const int64_t cnt = n > 0 ? fill(int64_t(0), n, scratch_idx, scratch_val) : 0;
+    Tensor y = make_sparse_vector(alloc, n, cnt, it, vt);
+    if (cnt) {
+      std::memcpy(y.levels[0].crd.mutable_data(), scratch_idx, sizeof(I) * static_cast<size_t>(cnt));
+      std::memcpy(y.values.mutable_data(), scratch_val, sizeof(V) * static_cast<size_t>(cnt));
+    }
+    return y;
+  }
+  std::vector<std::unique_ptr<I[]>> pi(static_cast<size_t>(k));
+  std::vector<std::unique_ptr<V[]>> pv(static_cast<size_t>(k));
+  w.run_indexed(p, [&](int64_t c, int64_t b, int64_t e) {
+    pi[c] = std::make_unique_for_overwrite<I[]>(static_cast<size_t>(e - b));
+    pv[c] = std::make_unique_for_overwrite<V[]>(static_cast<size_t>(e - b));
+    off[c + 1] = fill(b, e, pi[c].get(), pv[c].get());
+  });
+  for (int64_t c = 0; c < k; ++c) off[c + 1] += off[c];
+  Tensor y = make_sparse_vector(alloc, n, off[k], it, vt);
+  I* yi = y.levels[0].crd.template as_mut<I>();
+  V* yv = y.values.template as_mut<V>();
+  for (int64_t c = 0; c < k; ++c) {  // a copy of nnz(y) entries: not worth a second parallel loop
+    const int64_t m = off[c + 1] - off[c];
+    if (!m) continue;
+    std::memcpy(yi + off[c], pi[c].get(), sizeof(I) * static_cast<size_t>(m));
+    std::memcpy(yv + off[c], pv[c].get(), sizeof(V) * static_cast<size_t>(m));
+  }
+  return y;
+}
+
+}  // namespace sj

@@ -1,0 +1,76 @@
+// How a call splits its rows (or columns) among threads: by estimated work, into more chunks
+// than threads, handed out dynamically by the context's pool (src/thread_pool.hpp).
+//
+// Work estimates are a prefix sum over rows: multiplies per row for SpGEMM, nnz of both
+// rows for element-wise operations, nnz of the row (or of the mask row) elsewhere, each plus
+// a constant per row. A row is never split, so a result never depends on where the chunk
+// boundaries fall: kernels compute each row exactly as the serial loop does, and sparse
+// outputs are joined in row order (kernels/sparse_assembly.hpp). Hence bit-identical
+// results for any thread count.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "src/context.hpp"
+
+namespace sj {
+
+// Dynamic: ~kChunksPerThread chunks of equal estimated work per thread, taken one at a time.
+// StaticRows: one chunk of equal row count per thread (OpenMP's schedule(static)); kept
+// only so the benchmark can show what dynamic balancing buys on skewed inputs.
+enum class PartitionMode { Dynamic, StaticRows };
+
+// Process-wide knobs for benchmarks and tests (atomics: read by concurrent calls). The mode
+// starts from the environment (SPARSEJIT_PARTITION=static), the rest from the defaults.
+struct ParallelTuning {
+  std::atomic<int> mode{static_cast<int>(PartitionMode::Dynamic)};
+  std::atomic<int64_t> min_chunk_work{1 << 14};  // estimated work units (~1 ns each) per chunk
+  std::atomic<int> chunks_per_thread{8};
+};
+ParallelTuning& parallel_tuning();
+
+// Rows [bounds[c], bounds[c+1]) form chunk c.
+struct Partition {
+  std::vector<int64_t> bounds{0, 0};
+  int64_t chunks() const { return static_cast<int64_t>(bounds.size()) - 1; }
+  int64_t begin(int64_t c) const { return bounds[static_cast<size_t>(c)]; }
+  int64_t end(int64_t c) const { return bounds[static_cast<size_t>(c) + 1]; }
+};
+
+// The threads one call may use, and a record of what its loops did (read by explain).
+struct Workers {
+  const Context* ctx = nullptr;  // null: serial
+  int threads = 1;
+  int64_t chunks = 1;       // the most chunks one loop of the call used
+  const char* basis = "";   // what the last partition's work estimate was
+
+  // options.threads (0 = the context's), at most the context's count.
+  static Workers for_call(const Context& ctx, int requested_threads);
+  static Workers serial() { return Workers{}; }
+
+  // Runs body(begin, end) for every chunk of `p`, in parallel when threads > 1. The first
+  // exception of any chunk is rethrown here.
+  void run(const Partition& p, const std::function<void(int64_t begin, int64_t end)>& body);
+  // The same with the chunk number (for per-chunk results joined in chunk order).
+  void run_indexed(const Partition& p, const std::function<void(int64_t chunk, int64_t begin, int64_t end)>& body);
+};
+
+// Splits [0, n) by the work prefix sum `prefix` (n + 1 entries, prefix[0] = 0,
+// non-decreasing). One chunk when the call is serial or the total is below one chunk's work.
+Partition partition_by_prefix(const int64_t* prefix, int64_t n, Workers& w, const char* basis);
+
+// The same with the work of row i given by row_work(i) (a constant per row is added).
+template <class F> Partition partition_rows(int64_t n, Workers& w, const char* basis, F&& row_work) {
+  if (w.threads <= 1 || n <= 1) return partition_by_prefix(nullptr, n, w, basis);
+  std::vector<int64_t> prefix(static_cast<size_t>(n) + 1);
+  prefix[0] = 0;
+  for (int64_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + 1 + static_cast<int64_t>(row_work(i));
+  return partition_by_prefix(prefix.data(), n, w, basis);
+}
+
+// A plain split of [0, n), every item costing about `work_per_item`.
+Partition partition_even(int64_t n, int64_t work_per_item, Workers& w, const char* basis);
+
+}  // namespace sj

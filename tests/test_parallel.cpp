@@ -1,0 +1,424 @@
+// Parallel execution (src/thread_pool.hpp, src/work_partition.hpp, kernels/sparse_assembly.hpp):
+// the pool runs every chunk once and turns a worker's exception into the call's error, also
+// when many threads use it at once; every schedule of every operation gives bit-identical
+// results with 1, 2, 3 and 7 threads (and equal to the reference schedule's) on uniform,
+// skewed power-law and empty-row inputs and on real matrices; one context serves many
+// threads at once (plans made and executed concurrently, one plan shared, JIT kernels built
+// once under contention).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/kernel_cache.hpp"
+#include "kernels/sparse_assembly.hpp"
+#include "sparsejit/sparsejit.h"
+#include "src/convert.hpp"
+#include "src/plan.hpp"
+#include "src/tensor_file.hpp"
+#include "src/thread_pool.hpp"
+#include "src/work_partition.hpp"
+#include "tests/random_matrices.hpp"
+#include "tests/schedule_test_util.hpp"
+#include "tests/test_util.hpp"
+
+namespace {
+
+using sj::Tensor;
+using sj::test::Rng;
+using sj::test::same_bits;
+
+constexpr int kThreadCounts[] = {1, 2, 3, 7};
+
+// Small inputs are split into many chunks (the default keeps them serial).
+struct SplitSmallInputs {
+  int64_t saved = sj::parallel_tuning().min_chunk_work.load();
+  SplitSmallInputs() { sj::parallel_tuning().min_chunk_work = 1; }
+  ~SplitSmallInputs() { sj::parallel_tuning().min_chunk_work = saved; }
+};
+
+const sj::Context& context(int threads) {
+  static std::vector<std::unique_ptr<sj::Context>> all = [] {
+    std::vector<std::unique_ptr<sj::Context>> v;
+    for (int t = 1; t <= 8; ++t) {
+      sj_config c;
+      sj_config_init(&c);
+      c.threads = t;
+      c.disable_disk_cache = 1;
+      v.push_back(std::make_unique<sj::Context>(c));
+    }
+    return v;
+  }();
+  return *all[static_cast<size_t>(threads) - 1];
+}
+
+// ---- the pool ------------------------------------------------------------------------------
+
+TEST(ThreadPool, RunsEveryChunkOnce) {
+  sj::ThreadPool pool(4);
+  EXPECT_EQ(pool.threads(), 4);
+  for (int threads : {1, 2, 4, 9}) {
+    std::vector<std::atomic<int>> hits(1000);
+    pool.parallel_for(1000, threads, [&](int64_t c) { hits[static_cast<size_t>(c)].fetch_add(1); });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1) << threads << " threads";
+  }
+  pool.parallel_for(0, 4, [](int64_t) { FAIL() << "no chunk to run"; });
+}
+
+TEST(ThreadPool, WorkerExceptionBecomesTheCallsError) {
+  sj::ThreadPool pool(3);
+  std::atomic<int> ran{0};
+  try {
+    pool.parallel_for(200, 3, [&](int64_t c) {
+      ran.fetch_add(1);
+      if (c == 17) throw std::runtime_error("chunk 17 failed");
+    });
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "chunk 17 failed");
+  }
+  EXPECT_LE(ran.load(), 200);
+  // The pool still works afterwards.
+  std::atomic<int> n{0};
+  pool.parallel_for(50, 3, [&](int64_t) { n.fetch_add(1); });
+  EXPECT_EQ(n.load(), 50);
+}
+
+TEST(ThreadPool, ManyCallersAndNestedCalls) {
+  sj::ThreadPool pool(3);
+  std::vector<std::thread> callers;
+  std::atomic<int64_t> total{0};
+  for (int t = 0; t < 6; ++t)
+    callers.emplace_back([&] {
+      for (int round = 0; round < 20; ++round)
+        pool.parallel_for(16, 3, [&](int64_t) {
+          // a call from inside a worker (or a caller): must not deadlock
+          pool.parallel_for(4, 2, [&](int64_t) { total.fetch_add(1); });
+        });
+    });
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(total.load(), 6 * 20 * 16 * 4);
+}
+
+// ---- partitions and assembly --------------------------------------------------------------
+
+TEST(WorkPartition, ChunksCoverRowsAndBalanceWork) {
+  SplitSmallInputs split;
+  // Power-law work: a few heavy rows, many empty ones.
+  Rng rng(7);
+  const int64_t n = 5000;
+  std::vector<int64_t> prefix(n + 1, 0);
+  int64_t heaviest = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t w = rng.bernoulli(0.3) ? 0 : std::min<int64_t>(200, static_cast<int64_t>(std::pow(1.0 - rng.uniform01(), -1.5)));
+    heaviest = std::max(heaviest, w);
+    prefix[i + 1] = prefix[i] + w;
+  }
+  for (int threads : kThreadCounts) {
+    sj::Workers w = sj::Workers::for_call(context(threads), 0);
+    const sj::Partition p = sj::partition_by_prefix(prefix.data(), n, w, "test");
+    ASSERT_EQ(p.bounds.front(), 0);
+    ASSERT_EQ(p.bounds.back(), n);
+    for (int64_t c = 0; c < p.chunks(); ++c) ASSERT_LT(p.begin(c), p.end(c));
+    if (threads == 1) {
+      EXPECT_EQ(p.chunks(), 1);
+      continue;
+    }
+    EXPECT_GT(p.chunks(), threads);  // more chunks than threads: dynamic balancing has room
+    const int64_t share = prefix[n] / p.chunks();
+    for (int64_t c = 0; c < p.chunks(); ++c)
+      EXPECT_LE(prefix[p.end(c)] - prefix[p.begin(c)], share + heaviest + 1) << "chunk " << c;
+  }
+}
+
+// Row i holds columns (i*7 + t) % cols for t < i % 6: the pieces and two-pass assembly give
+// the same arrays as one thread.
+TEST(SparseAssembly, PiecesAndTwoPassMatchSerial) {
+  SplitSmallInputs split;
+  const int64_t rows = 3001, cols = 50;
+  auto len = [](int64_t i) { return i % 6; };
+  std::vector<int64_t> bound(rows + 1, 0);
+  for (int64_t i = 0; i < rows; ++i) bound[i + 1] = bound[i] + len(i) + 1;
+  auto fill_rows = [&](int64_t r0, int64_t r1, int32_t* oc, double* ov, int64_t* ends) {
+    int64_t q = 0;
+    for (int64_t i = r0; i < r1; ++i) {
+      for (int64_t t = 0; t < len(i); ++t, ++q) {
+        oc[q] = static_cast<int32_t>((i * 7 + t) % cols);
+        ov[q] = static_cast<double>(i) + 0.25 * static_cast<double>(t);
+      }
+      ends[i] = q;
+    }
+    return q;
+  };
+  Tensor want;
+  for (int threads : kThreadCounts) {
+    sj::Workers w = sj::Workers::for_call(context(threads), 0);
+    const sj::Partition p = sj::partition_by_prefix(bound.data(), rows, w, "test");
+    Tensor a = sj::assemble_by_pieces<int32_t, double>(w, p, rows, cols, bound.data(), 0, sj::default_allocator(),
+                                                       sj::ValueType::F64, false, fill_rows);
+    Tensor b = sj::assemble_two_pass<int32_t, double>(
+        w, p, rows, cols, 0, sj::default_allocator(), sj::ValueType::F64,
+        [&](int64_t r0, int64_t r1, int64_t* counts) {
+          for (int64_t i = r0; i < r1; ++i) counts[i] = len(i);
+        },
+        [&](int64_t r0, int64_t r1, int32_t* crd, double* val, const int64_t* pos) {
+          std::vector<int64_t> ends(rows);
+          fill_rows(r0, r1, crd + pos[r0], val + pos[r0], ends.data());
+        });
+    if (threads == 1) want = a;
+    EXPECT_TRUE(same_bits(want, a)) << threads << " threads";
+    EXPECT_TRUE(same_bits(want, b)) << threads << " threads";
+    if (threads > 1) {
+      EXPECT_GT(w.chunks, 1);
+    }
+  }
+}
+
+// ---- every operation and schedule, 1/2/3/7 threads ------------------------------------------
+
+sj_op_options options(sj_schedule s, bool dense = false, bool tb = false) {
+  sj_op_options o;
+  sj_op_options_init(&o);
+  o.schedule = s;
+  o.dense_output = dense ? 1 : 0;
+  o.transpose_b = tb ? 1 : 0;
+  return o;
+}
+
+struct Case {
+  std::string name;
+  sj_op op;
+  std::vector<Tensor> operands;
+  sj_op_options opt;
+};
+
+// Runs the case with each thread count; every result must equal the one-thread result and
+// the reference schedule's, bit for bit. With several threads, the plan must have split.
+void check_case(const Case& c, bool expect_split = true) {
+  SCOPED_TRACE(c.name);
+  sj_op_options ref = c.opt;
+  ref.schedule = SJ_SCHEDULE_REFERENCE;
+  sj::Plan rp(context(1), sj::OpRequest{c.op, c.operands, ref});
+  const Tensor want = rp.execute(c.operands);
+  for (int threads : kThreadCounts) {
+    sj::Plan plan(context(threads), sj::OpRequest{c.op, c.operands, c.opt});
+    ASSERT_EQ(plan.schedule(), c.opt.schedule);
+    const Tensor got = plan.execute(c.operands);
+    EXPECT_TRUE(same_bits(want, got)) << threads << " threads";
+    const std::string text = plan.explain_text();
+    EXPECT_NE(text.find("threads: " + std::to_string(threads)), std::string::npos) << text;
+    if (threads > 1 && expect_split) {
+      EXPECT_NE(text.find("chunks taken dynamically"), std::string::npos) << text;
+    }
+  }
+}
+
+template <class I, class V> Tensor T(const sj::CsResult<I, V>& m) {
+  return sj::to_tensor(sj::default_allocator(), true, m, sj::ValueType::F64);
+}
+
+std::vector<sj::CsResult<int32_t, double>> inputs(Rng& rng, int64_t n) {
+  sj::test::MatrixOptions empty;
+  empty.empty_row_fraction = 0.4;
+  return {
+      sj::test::random_uniform<int32_t, double>(rng, n, n, 0.05),
+      sj::test::random_power_law<int32_t, double>(rng, n, n, 6.0, 1.2),  // skewed rows
+      sj::test::random_uniform<int32_t, double>(rng, n, n, 0.08, empty),  // many empty rows
+  };
+}
+
+TEST(ParallelDeterminism, SpgemmEverySchedule) {
+  SplitSmallInputs split;
+  Rng rng(11);
+  for (auto& a : inputs(rng, 240)) {
+    auto b = sj::test::random_power_law<int32_t, double>(rng, 240, 260, 5.0, 1.3);
+    std::vector<Tensor> ops{T(a), T(b)};
+    for (sj_schedule s : {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH, SJ_SCHEDULE_INNER}) {
+      check_case({"spgemm " + std::to_string(s), SJ_OP_SPGEMM, ops, options(s)}, s != SJ_SCHEDULE_INNER);
+      if (s == SJ_SCHEDULE_GUSTAVSON_DENSE)
+        check_case({"spgemm dense output", SJ_OP_SPGEMM, ops, options(s, true)});
+    }
+  }
+}
+
+TEST(ParallelDeterminism, MaskedSpgemmEverySchedule) {
+  SplitSmallInputs split;
+  Rng rng(12);
+  for (auto& a : inputs(rng, 200)) {
+    auto b = sj::test::random_uniform<int32_t, double>(rng, 200, 200, 0.06);
+    auto m = sj::test::random_power_law<int32_t, double>(rng, 200, 200, 20.0, 1.3);
+    std::vector<Tensor> ops{T(m), T(a), T(b)};
+    for (sj_schedule s : {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_INNER})
+      check_case({"masked " + std::to_string(s), SJ_OP_SPGEMM_MASKED, ops, options(s)}, s != SJ_SCHEDULE_INNER);
+  }
+}
+
+TEST(ParallelDeterminism, SpmspvAndSpmvEverySchedule) {
+  SplitSmallInputs split;
+  Rng rng(13);
+  for (auto& a : inputs(rng, 400)) {
+    for (double density : {0.02, 0.3}) {
+      auto xr = sj::test::random_sparse_vector<int32_t, double>(rng, 400, density);
+      std::vector<Tensor> ops{T(a), sj::to_tensor(sj::default_allocator(), xr, sj::ValueType::F64)};
+      for (sj_schedule s : {SJ_SCHEDULE_PUSH, SJ_SCHEDULE_DENSIFY, SJ_SCHEDULE_SEARCH, SJ_SCHEDULE_INNER})
+        for (bool dense : {false, true})
+          check_case({"spmspv " + std::to_string(s) + (dense ? " dense" : ""), SJ_OP_SPMSPV, ops, options(s, dense)},
+                     s != SJ_SCHEDULE_INNER);
+    }
+    const std::vector<double> xd = sj::test::random_dense_vector<double>(rng, 400);
+    const int64_t n = 400;
+    Tensor x = sj::make_dense(sj::default_allocator(), 1, &n, sj::ValueType::F64);
+    std::memcpy(x.values.mutable_data(), xd.data(), sizeof(double) * xd.size());
+    check_case({"spmv", SJ_OP_SPMV, {T(a), x}, options(SJ_SCHEDULE_DENSIFY)});
+  }
+}
+
+TEST(ParallelDeterminism, ElementWiseEverySchedule) {
+  SplitSmallInputs split;
+  Rng rng(14);
+  for (auto& a : inputs(rng, 300)) {
+    auto b = sj::test::random_power_law<int32_t, double>(rng, 300, 300, 8.0, 1.2);
+    std::vector<Tensor> ops{T(a), T(b)};
+    check_case({"mult inner", SJ_OP_EWISE_MULT, ops, options(SJ_SCHEDULE_INNER)}, false);
+    check_case({"mult transpose", SJ_OP_EWISE_MULT, ops, options(SJ_SCHEDULE_TRANSPOSE, false, true)}, false);
+    check_case({"mult search", SJ_OP_EWISE_MULT, ops, options(SJ_SCHEDULE_SEARCH, false, true)});
+    check_case({"add inner", SJ_OP_EWISE_ADD, ops, options(SJ_SCHEDULE_INNER)});
+    check_case({"add transpose", SJ_OP_EWISE_ADD, ops, options(SJ_SCHEDULE_TRANSPOSE, false, true)});
+  }
+}
+
+TEST(ParallelDeterminism, RealMatrices) {
+  SplitSmallInputs split;
+  std::vector<std::filesystem::path> picked;
+  for (const auto& p : sj::test::shared_matrices())
+    if (std::filesystem::file_size(p) < 400000) picked.push_back(p);
+  if (picked.empty()) GTEST_SKIP() << "no shared matrices";
+  std::sort(picked.begin(), picked.end());
+  if (picked.size() > 4) picked.resize(4);
+  for (const auto& path : picked) {
+    Tensor a = sj::read_tensor_file(path.string(), sj::default_allocator());
+    if (a.order != 2 || a.dims[0] != a.dims[1] || a.value_type != sj::ValueType::F64) continue;
+    a = sj::as_csr(a, false, a.index_type, sj::default_allocator());
+    SCOPED_TRACE(path.filename().string());
+    std::vector<Tensor> ops{a, a};
+    for (sj_schedule s : {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH})
+      check_case({"spgemm", SJ_OP_SPGEMM, ops, options(s)});
+    check_case({"masked", SJ_OP_SPGEMM_MASKED, {a, a, a}, options(SJ_SCHEDULE_GUSTAVSON_DENSE)});
+    check_case({"add A + A^T", SJ_OP_EWISE_ADD, ops, options(SJ_SCHEDULE_TRANSPOSE, false, true)});
+    Rng rng(3);
+    auto xr = sj::test::random_sparse_vector<int32_t, double>(rng, a.dims[1], 0.2);
+    if (a.index_type != sj::IndexType::I32) continue;
+    check_case({"spmspv push", SJ_OP_SPMSPV, {a, sj::to_tensor(sj::default_allocator(), xr, sj::ValueType::F64)},
+                options(SJ_SCHEDULE_PUSH)});
+  }
+}
+
+// ---- one context, many threads -------------------------------------------------------------
+
+struct Handles {
+  std::vector<sj_tensor*> t;
+  ~Handles() {
+    for (auto* h : t) sj_tensor_destroy(h);
+  }
+};
+
+TEST(ParallelContext, ManyThreadsShareOneContext) {
+  SplitSmallInputs split;
+  sj_config cfg;
+  sj_config_init(&cfg);
+  cfg.threads = 3;
+  cfg.disable_disk_cache = 1;
+  sj_context* ctx = nullptr;
+  ASSERT_EQ(sj_context_create(&cfg, &ctx), SJ_OK);
+  Rng rng(21);
+  auto a = sj::test::random_power_law<int32_t, double>(rng, 300, 300, 6.0, 1.3);
+  auto xr = sj::test::random_sparse_vector<int32_t, double>(rng, 300, 0.2);
+  Handles h;
+  h.t.push_back(sj::test::csr_handle(ctx, a));
+  h.t.push_back(sj::test::vec_handle(ctx, xr));
+  sj_tensor* A = h.t[0];
+  sj_tensor* x = h.t[1];
+
+  // Expected results, one thread.
+  sj_op_options one;
+  sj_op_options_init(&one);
+  one.threads = 1;
+  sj_tensor* want_c = nullptr;
+  sj_tensor* want_y = nullptr;
+  ASSERT_EQ(sj_spgemm(ctx, A, A, &one, &want_c), SJ_OK) << sj_last_error_message();
+  ASSERT_EQ(sj_spmspv(ctx, A, x, &one, &want_y), SJ_OK) << sj_last_error_message();
+  h.t.push_back(want_c);
+  h.t.push_back(want_y);
+
+  // One plan shared by every thread, plus per-thread drop-in calls and plans.
+  const sj_tensor* ops[2] = {A, A};
+  sj_plan* shared = nullptr;
+  ASSERT_EQ(sj_plan_create(ctx, SJ_OP_SPGEMM, ops, 2, nullptr, &shared), SJ_OK);
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 4; ++round) {
+        sj_tensor* c = nullptr;
+        if (sj_plan_execute(shared, ops, 2, &c) != SJ_OK || !same_bits(want_c->t, c->t)) bad.fetch_add(1);
+        sj_tensor_destroy(c);
+        sj_op_options o;
+        sj_op_options_init(&o);
+        o.threads = 1 + (t + round) % 3;
+        o.schedule = (t % 2) ? SJ_SCHEDULE_GUSTAVSON_HASH : SJ_SCHEDULE_GUSTAVSON_DENSE;
+        c = nullptr;
+        if (sj_spgemm(ctx, A, A, &o, &c) != SJ_OK || !same_bits(want_c->t, c->t)) bad.fetch_add(1);
+        sj_tensor_destroy(c);
+        o.schedule = (t % 2) ? SJ_SCHEDULE_PUSH : SJ_SCHEDULE_DENSIFY;
+        sj_tensor* y = nullptr;
+        if (sj_spmspv(ctx, A, x, &o, &y) != SJ_OK || !same_bits(want_y->t, y->t)) bad.fetch_add(1);
+        sj_tensor_destroy(y);
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(sj_plan_destroy(shared), SJ_OK);
+  for (auto* t : h.t) sj_tensor_destroy(t);
+  h.t.clear();
+  EXPECT_EQ(sj_context_destroy(ctx), SJ_OK);
+}
+
+// Plans that need the same fresh JIT kernel, made by six threads at once, build it once.
+TEST(ParallelContext, KernelBuiltOnceUnderContention) {
+  Rng rng(22);
+  auto a = sj::test::random_uniform<int32_t, double>(rng, 120, 120, 0.2);
+  std::vector<Tensor> ops{T(a), T(a)};
+  auto opts = [](sj_semiring s) {
+    sj_op_options o = options(SJ_SCHEDULE_INNER);
+    o.semiring = s;
+    o.vector_width = 4;
+    std::strcpy(o.phases, "011");
+    return o;
+  };
+  auto& cache = sj::cache::KernelCache::global();
+  // How many builds one plan needs (serially, with a spec no other test uses).
+  const uint64_t b0 = cache.stats().builds;
+  sj::Plan probe(context(2), sj::OpRequest{SJ_OP_SPGEMM, ops, opts(SJ_SEMIRING_MAX_TIMES)});
+  const uint64_t per_plan = cache.stats().builds - b0;
+
+  const uint64_t b1 = cache.stats().builds;
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  const Tensor want = probe.execute(ops);
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&] {
+      sj::Plan p(context(2), sj::OpRequest{SJ_OP_SPGEMM, ops, opts(SJ_SEMIRING_MIN_PLUS)});
+      Tensor got = p.execute(ops);
+      if (got.nnz() != want.nnz()) bad.fetch_add(1);
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_LE(cache.stats().builds - b1, per_plan) << "each kernel is built once, not once per thread";
+}
+
+}  // namespace
