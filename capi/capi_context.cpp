@@ -3,6 +3,7 @@
 #include "capi/boundary.hpp"
 #include "capi/handles.hpp"
 #include "src/derived_forms.hpp"
+#include "src/logging.hpp"
 #include "src/operation.hpp"
 
 namespace sj::capi {
@@ -48,6 +49,7 @@ SJ_API sj_status sj_context_create(const sj_config* config, sj_context** out) {
       sj::fail(SJ_ERR_INVALID_ARGUMENT, "config.allocator needs both alloc and free, or neither");
     auto ctx = std::make_unique<sj_context>();
     ctx->impl = std::make_unique<sj::Context>(c);
+    sj::register_context_logger(ctx->impl->logger);  // global messages reach this host too
     *out = ctx.release();
   });
 }
@@ -58,6 +60,7 @@ SJ_API sj_status sj_context_destroy(sj_context* ctx) {
     if (ctx->live_tensors > 0 || ctx->live_plans > 0)
       sj::fail(SJ_ERR_INVALID_ARGUMENT, "context still has ", ctx->live_tensors.load(), " tensors and ",
                ctx->live_plans.load(), " plans alive; destroy them first");
+    sj::unregister_context_logger(ctx->impl->logger.get());
     delete ctx;
   });
 }

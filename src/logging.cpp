@@ -3,7 +3,9 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "spdlog/details/null_mutex.h"
 #include "spdlog/sinks/base_sink.h"
 #include "spdlog/sinks/stdout_sinks.h"
 
@@ -75,9 +77,61 @@ std::shared_ptr<spdlog::logger> make_logger(sj_log_level level, sj_log_callback 
   return logger;
 }
 
+namespace {
+
+// The context loggers that receive global messages.
+struct ContextLoggers {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<spdlog::logger>> loggers;
+};
+ContextLoggers& context_loggers() {
+  static auto* r = new ContextLoggers();  // leaked: usable during static destruction
+  return *r;
+}
+
+// Sends a global message to each registered context logger, or to stderr when there is none.
+// No lock of its own (its state is immutable), so a host callback that logs again cannot
+// deadlock on it.
+class ForwardingSink : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
+ public:
+  ForwardingSink() : fallback_(make_logger(SJ_LOG_ERROR, nullptr, nullptr)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    std::vector<std::shared_ptr<spdlog::logger>> targets;
+    {
+      std::lock_guard lock(context_loggers().mutex);
+      targets = context_loggers().loggers;
+    }
+    if (targets.empty()) targets.push_back(fallback_);
+    for (auto& l : targets) l->log(msg.level, msg.payload);
+  }
+  void flush_() override {}
+
+ private:
+  std::shared_ptr<spdlog::logger> fallback_;
+};
+
+}  // namespace
+
 spdlog::logger& global_logger() {
-  static std::shared_ptr<spdlog::logger> logger = make_logger(SJ_LOG_ERROR, nullptr, nullptr);
+  static auto* logger = [] {
+    auto* l = new spdlog::logger("sparsejit-global", std::make_shared<ForwardingSink>());
+    l->set_level(spdlog::level::trace);  // each receiving logger filters by its own level
+    return l;
+  }();
   return *logger;
+}
+
+void register_context_logger(const std::shared_ptr<spdlog::logger>& logger) {
+  std::lock_guard lock(context_loggers().mutex);
+  context_loggers().loggers.push_back(logger);
+}
+
+void unregister_context_logger(const spdlog::logger* logger) {
+  auto& r = context_loggers();
+  std::lock_guard lock(r.mutex);
+  std::erase_if(r.loggers, [&](const auto& l) { return l.get() == logger; });
 }
 
 }  // namespace sj

@@ -14,7 +14,14 @@ std::shared_ptr<spdlog::logger> make_logger(sj_log_level level, sj_log_callback 
 // The level SPARSEJIT_LOG asks for, or `fallback` when it is unset or unknown.
 sj_log_level log_level_from_env(sj_log_level fallback);
 
-// Logger for code that runs without a context (JIT fallbacks, tools).
+// Logger for code that runs without a context (JIT fallbacks, cache warnings). Its messages
+// go to every registered context logger (each applies its own level and sink, so a host's
+// callback receives them too); with no context registered, to stderr at the level
+// SPARSEJIT_LOG asks for (default: errors only).
 spdlog::logger& global_logger();
+
+// Contexts made through the C API register their loggers for global messages while they live.
+void register_context_logger(const std::shared_ptr<spdlog::logger>& logger);
+void unregister_context_logger(const spdlog::logger* logger);
 
 }  // namespace sj

@@ -180,14 +180,23 @@ typedef struct sj_config {
   size_t kernel_cache_capacity; /* in-memory kernels kept (LRU); 0 = default (1024) */
 } sj_config;
 
-/* Fills *config with the defaults. config must not be NULL. */
+/* Fills *config with the defaults (struct_size = sizeof(sj_config), threads 0, log level
+ * SJ_LOG_ERROR, default allocator, no callback, kernel cache 1024). Errors: SJ_ERR_NULL_POINTER.
+ * Thread-safe. */
 SJ_API sj_status sj_config_init(sj_config *config);
 
 typedef struct sj_context sj_context;
 
-/* Creates a context. config may be NULL for defaults; *out receives the handle. */
+/* Creates a context. config may be NULL for defaults; it is copied (cache_dir included), so it
+ * may be freed after the call; the allocator hooks, callback and their user pointers must stay
+ * valid for the context's life. *out receives the handle, owned by the caller.
+ * Errors: SJ_ERR_NULL_POINTER (out); SJ_ERR_INVALID_ARGUMENT (struct_size 0 or larger than this
+ * header's, negative threads, unknown log level, only one of allocator.alloc/free);
+ * SJ_ERR_CACHE (a named cache folder that is unsafe). Thread-safe. */
 SJ_API sj_status sj_context_create(const sj_config *config, sj_context **out);
-/* Destroys a context. Every tensor and plan made with it must be destroyed first. */
+/* Destroys a context (NULL is allowed). Every tensor, plan and pending result made with it must
+ * be destroyed first; otherwise SJ_ERR_INVALID_ARGUMENT and the context stays valid. Must not
+ * race with other calls that use the context. */
 SJ_API sj_status sj_context_destroy(sj_context *ctx);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -221,7 +230,13 @@ typedef struct sj_tensor_desc {
 
 /* Creates a tensor from a description (see flags). Validation (unless SJ_TENSOR_TRUSTED):
  * monotone positions starting at 0, coordinates in range, sorted and unique within a segment,
- * sizes that fit, non-NULL arrays wherever a level needs them. */
+ * sizes that fit, non-NULL arrays wherever a level needs them. Without SJ_TENSOR_COPY the
+ * arrays are borrowed (see the zero-copy rule at the top); desc itself may be freed after the
+ * call. *out receives a handle owned by the caller (sj_tensor_destroy).
+ * Errors: SJ_ERR_NULL_POINTER (ctx, desc, out, a needed array); SJ_ERR_INVALID_ARGUMENT (order
+ * outside 1..4, unknown kind/type/flag, a bad mode_order, negative dims); SJ_ERR_INVALID_TENSOR
+ * (the first violation, with its position); SJ_ERR_OVERFLOW; SJ_ERR_OUT_OF_MEMORY (a copy).
+ * Thread-safe. The same flags, validation and errors apply to the create_* shorthands below. */
 SJ_API sj_status sj_tensor_create(sj_context *ctx, const sj_tensor_desc *desc, uint32_t flags,
                                   sj_tensor **out);
 
@@ -274,21 +289,28 @@ typedef struct sj_tensor_info {
   int owns_arrays;    /* 1 when the library owns the arrays, 0 when it borrows the caller's */
 } sj_tensor_info;
 
-/* Describes a tensor. */
+/* Describes a tensor. Errors: SJ_ERR_NULL_POINTER. Thread-safe. */
 SJ_API sj_status sj_tensor_get_info(const sj_tensor *t, sj_tensor_info *info);
 /* The arrays of one level: pos (int64, may be NULL for dense/singleton) and crd (index_type,
  * NULL for dense). Pointers stay valid until the tensor is destroyed. Lengths may be NULL. */
 SJ_API sj_status sj_tensor_get_level(const sj_tensor *t, int level, const int64_t **pos,
                                      int64_t *pos_len, const void **crd, int64_t *crd_len);
-/* The values array (value_type) and its length. */
+/* The values array (value_type) and its length (len may be NULL). The pointer is owned by the
+ * tensor (or is the caller's borrowed array) and valid until the tensor is destroyed.
+ * Errors of both getters: SJ_ERR_NULL_POINTER; SJ_ERR_INVALID_ARGUMENT for a level out of range.
+ * Thread-safe. */
 SJ_API sj_status sj_tensor_get_values(const sj_tensor *t, const void **values, int64_t *len);
 
 /* Converts to a named format (for 3-D CSF, mode_order may pick the level order; NULL keeps
- * identity) and index type. The result owns its arrays. */
+ * identity) and index type. The result owns its arrays (from the context's allocator) and is
+ * owned by the caller. Errors: SJ_ERR_NULL_POINTER; SJ_ERR_FORMAT (a format that does not fit
+ * the order); SJ_ERR_INVALID_ARGUMENT (unknown format or index type); SJ_ERR_OVERFLOW
+ * (coordinates that do not fit int32); SJ_ERR_OUT_OF_MEMORY. Thread-safe. */
 SJ_API sj_status sj_tensor_convert(sj_context *ctx, const sj_tensor *t, sj_format format,
                                    const int *mode_order, sj_index_type index_type,
                                    sj_tensor **out);
-/* Destroys a tensor (NULL is allowed). */
+/* Destroys a tensor (NULL is allowed). Plans made from it stay valid (they keep no reference
+ * to operands); results computed from it own their arrays. */
 SJ_API sj_status sj_tensor_destroy(sj_tensor *t);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -311,7 +333,16 @@ typedef struct sj_op_options {
   sj_coiter_method method; /* coiteration block compare; default auto */
 } sj_op_options;
 
+/* Errors: SJ_ERR_NULL_POINTER. */
 SJ_API sj_status sj_op_options_init(sj_op_options *options);
+
+/* Every operation below: operands are read, never modified; the result is a new tensor owned
+ * by the caller whose arrays come from the context's allocator; calls on the same context and
+ * operands may run concurrently. Errors: SJ_ERR_NULL_POINTER (ctx, an operand, the result
+ * pointer); SJ_ERR_SHAPE_MISMATCH; SJ_ERR_TYPE_MISMATCH (value types differ or do not fit the
+ * semiring); SJ_ERR_FORMAT (e.g. a 3-D operand); SJ_ERR_INVALID_ARGUMENT (bad options, a forced
+ * schedule that cannot serve: the message lists those that can); SJ_ERR_OVERFLOW;
+ * SJ_ERR_OUT_OF_MEMORY (the allocator failed or the memory cap would be exceeded). */
 
 /* C = A*B over the semiring. A and B: matrices in any format (CSR, CSC, DCSR, COO, dense);
  * value types must match. The result is CSR with sorted columns, or dense row-major with
@@ -345,11 +376,16 @@ typedef struct sj_plan sj_plan;
 
 /* Plans `op` for these operands (order as in the drop-in call: SpGEMM A,B; masked M,A,B;
  * SpMSpV A,x; SpMV A,x; ewise A,B; transpose A). The plan keeps no reference to the operands'
- * values; it records their shapes, formats and types, which later executions must match. */
+ * values; it records their shapes, formats and types, which later executions must match.
+ * *out receives a plan owned by the caller (sj_plan_destroy). Errors: as the operations, and
+ * SJ_ERR_INVALID_ARGUMENT for an unknown op or a wrong operand count. Thread-safe. */
 SJ_API sj_status sj_plan_create(sj_context *ctx, sj_op op, const sj_tensor *const *operands,
                                 int n_operands, const sj_op_options *options, sj_plan **out);
 /* Executes a plan on operands that match the planned ones (same shapes, formats and types;
- * values and, for sparse operands, coordinates may change). */
+ * values and, for sparse operands, coordinates may change). *result receives a new tensor
+ * owned by the caller. Errors: SJ_ERR_NULL_POINTER; SJ_ERR_INVALID_ARGUMENT (operand count);
+ * SJ_ERR_SHAPE_MISMATCH (an operand unlike the planned one); SJ_ERR_OUT_OF_MEMORY. A plan may
+ * be executed from many threads at once. */
 SJ_API sj_status sj_plan_execute(sj_plan *plan, const sj_tensor *const *operands,
                                  int n_operands, sj_tensor **result);
 /* A JSON text that explains the plan: operand statistics, candidate schedules with their
@@ -359,8 +395,69 @@ SJ_API sj_status sj_plan_explain(sj_plan *plan, const char **json);
 /* The same explanation as readable text (what `sparsejit run --explain` prints). Owned by the
  * plan and valid until the next sj_plan_explain_text or sj_plan_destroy on it. */
 SJ_API sj_status sj_plan_explain_text(sj_plan *plan, const char **text);
-/* Destroys a plan (NULL is allowed). */
+/* Destroys a plan (NULL is allowed). Must not race with other calls on the same plan; tensors
+ * and pending results it produced stay valid. */
 SJ_API sj_status sj_plan_destroy(sj_plan *plan);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Caller-owned outputs: the sizes first, then the library fills buffers the caller allocated */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The flat layout of a result, reported by sj_plan_execute_sizes. Every sparse output of every
+ * operation has one: SpGEMM, masked SpGEMM, ewise mult/add give CSR; SpMSpV a sparse vector;
+ * transpose the format of its operand (CSR or CSC; a DCSR or COO transpose is given as CSR);
+ * dense outputs (options->dense_output, SpMV) are SJ_FORMAT_DENSE, row-major, values only.
+ * Index-notation plans (sj_einsum_plan) work the same way for results of order 0 to 2; a
+ * result of order 3 or more has no flat layout here (SJ_ERR_FORMAT: use sj_plan_execute). */
+typedef struct sj_output_sizes {
+  uint32_t struct_size;      /* the caller sets sizeof(sj_output_sizes) */
+  sj_format format;          /* SJ_FORMAT_CSR, _CSC, _SPARSE_VECTOR or _DENSE */
+  int order;                 /* 2 for a matrix, 1 for a vector, 0 for a scalar (one value) */
+  int64_t dims[2];           /* logical dimensions (dims[1] is 0 for a vector) */
+  sj_index_type index_type;  /* type of the crd entries (options->output_index_type picks it) */
+  sj_value_type value_type;  /* type of the values (bool: one byte, 0 or 1) */
+  int64_t pos_len;  /* int64 entries of pos: rows + 1 (CSR) or cols + 1 (CSC); 0 otherwise */
+  int64_t crd_len;  /* index_type entries of crd (column indices of CSR, row indices of CSC,
+                       indices of a sparse vector); 0 for dense results */
+  int64_t values_len; /* value_type entries of values (nnz, or the dense element count) */
+} sj_output_sizes;
+
+/* The caller's arrays. Capacities count elements (not bytes). An array whose length in
+ * sj_output_sizes is 0 may be NULL with capacity 0. */
+typedef struct sj_output_buffers {
+  uint32_t struct_size;      /* the caller sets sizeof(sj_output_buffers) */
+  int64_t *pos;
+  int64_t pos_capacity;
+  void *crd;
+  int64_t crd_capacity;
+  void *values;
+  int64_t values_capacity;
+} sj_output_buffers;
+
+/* A computed result held by the library (in memory from the context's allocator) between the
+ * two passes. It counts as a tensor of its context: destroy it before the context. One thread
+ * at a time may use a given sj_pending; different ones may be used concurrently. */
+typedef struct sj_pending sj_pending;
+
+/* Pass 1: executes the plan on operands that match the planned ones (as sj_plan_execute) and
+ * reports the result's layout in *sizes. The operation runs once, here; *pending receives the
+ * result for sj_pending_fill. On failure nothing is written to *sizes or *pending.
+ * Errors: as sj_plan_execute; SJ_ERR_NULL_POINTER for a NULL plan, sizes or pending;
+ * SJ_ERR_INVALID_ARGUMENT when sizes->struct_size is not sizeof(sj_output_sizes). */
+SJ_API sj_status sj_plan_execute_sizes(sj_plan *plan, const sj_tensor *const *operands,
+                                       int n_operands, sj_output_sizes *sizes,
+                                       sj_pending **pending);
+/* Pass 2: copies the result into the caller's buffers, which the caller owns throughout.
+ * Every buffer is checked against the sizes first (non-NULL where its length is > 0, capacity
+ * >= length); on any error nothing at all is written to the caller's buffers and the pending
+ * result stays fillable. On success the library releases its copy of the result at once; a
+ * second fill of the same pending is SJ_ERR_INVALID_ARGUMENT. Only the first pos_len /
+ * crd_len / values_len elements are written; capacity beyond them is left untouched.
+ * Errors: SJ_ERR_NULL_POINTER (pending, buffers, or a needed array is NULL),
+ * SJ_ERR_INVALID_ARGUMENT (a capacity too small, a wrong struct_size, already filled). */
+SJ_API sj_status sj_pending_fill(sj_pending *pending, const sj_output_buffers *buffers);
+/* Releases a pending result, filled or not (NULL is allowed). */
+SJ_API sj_status sj_pending_destroy(sj_pending *pending);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Index notation: general contractions such as "A(i,j) = B(i,k) * C(k,j) * D(k,j)"         */

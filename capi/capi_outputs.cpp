@@ -1,0 +1,95 @@
+// Caller-owned outputs: sj_plan_execute_sizes runs the plan once and keeps the result in an
+// sj_pending; sj_pending_fill checks the caller's buffers against its layout and copies, so
+// the caller's memory holds the final arrays and the library's copy is released.
+#include <cstring>
+#include <mutex>
+
+#include "capi/boundary.hpp"
+#include "capi/handles.hpp"
+#include "src/output_copy.hpp"
+
+struct sj_pending {
+  sj_context* ctx = nullptr;
+  std::mutex mutex;  // a misuse from two threads must not tear the state
+  sj::Tensor result;
+  sj::OutputLayout layout;
+  bool filled = false;
+};
+
+using namespace sj;
+using sj::capi::guarded;
+using sj::capi::require;
+
+namespace {
+
+sj_output_sizes to_c(const OutputLayout& o) {
+  sj_output_sizes s{};
+  s.struct_size = sizeof(sj_output_sizes);
+  s.format = o.format;
+  s.order = o.order;
+  s.dims[0] = o.dims[0];
+  s.dims[1] = o.dims[1];
+  s.index_type = to_c(o.index_type);
+  s.value_type = to_c(o.value_type);
+  s.pos_len = o.pos_len;
+  s.crd_len = o.crd_len;
+  s.values_len = o.values_len;
+  return s;
+}
+
+}  // namespace
+
+extern "C" {
+
+SJ_API sj_status sj_plan_execute_sizes(sj_plan* plan, const sj_tensor* const* operands, int n,
+                                       sj_output_sizes* sizes, sj_pending** pending) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(sizes, "sizes");
+    require(pending, "pending");
+    if (sizes->struct_size != sizeof(sj_output_sizes))
+      fail(SJ_ERR_INVALID_ARGUMENT, "sizes.struct_size is ", sizes->struct_size, ", expected ",
+           sizeof(sj_output_sizes), " (set it to sizeof(sj_output_sizes))");
+    // The ordinary execution (whatever kind of plan), run once; its result moves into the
+    // pending object instead of staying behind a handle.
+    sj_tensor* computed = nullptr;
+    sj_status st = sj_plan_execute(plan, operands, n, &computed);
+    if (st != SJ_OK) throw Error(st, capi::last_error());
+    std::unique_ptr<sj_tensor, decltype(&sj_tensor_destroy)> owner(computed, sj_tensor_destroy);
+    auto p = std::make_unique<sj_pending>();
+    p->ctx = plan->ctx;
+    p->result = as_flat_output(computed->t, plan->ctx->impl->allocator);
+    p->result.derived = nullptr;
+    p->layout = output_layout(p->result);
+    *sizes = to_c(p->layout);
+    ++plan->ctx->live_tensors;
+    *pending = p.release();
+  });
+}
+
+SJ_API sj_status sj_pending_fill(sj_pending* pending, const sj_output_buffers* buffers) {
+  return guarded([&] {
+    require(pending, "pending");
+    require(buffers, "buffers");
+    if (buffers->struct_size != sizeof(sj_output_buffers))
+      fail(SJ_ERR_INVALID_ARGUMENT, "buffers.struct_size is ", buffers->struct_size, ", expected ",
+           sizeof(sj_output_buffers), " (set it to sizeof(sj_output_buffers))");
+    std::lock_guard lock(pending->mutex);
+    if (pending->filled) fail(SJ_ERR_INVALID_ARGUMENT, "this pending result was already filled into buffers");
+    OutputBuffers b{buffers->pos, buffers->pos_capacity, buffers->crd, buffers->crd_capacity,
+                    buffers->values, buffers->values_capacity};
+    copy_output(pending->result, pending->layout, b);
+    pending->filled = true;
+    pending->result = Tensor{};  // the caller's buffers hold it now
+  });
+}
+
+SJ_API sj_status sj_pending_destroy(sj_pending* pending) {
+  return guarded([&] {
+    if (!pending) return;
+    --pending->ctx->live_tensors;
+    delete pending;
+  });
+}
+
+}  // extern "C"

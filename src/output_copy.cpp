@@ -1,0 +1,71 @@
+#include "src/output_copy.hpp"
+
+#include <cstring>
+
+#include "src/convert.hpp"
+#include "src/error.hpp"
+
+namespace sj {
+namespace {
+
+bool all_levels_dense(const Tensor& t) {
+  for (int l = 0; l < t.order; ++l)
+    if (t.levels[l].kind != LevelKind::Dense) return false;
+  return true;
+}
+
+// One array of the layout against the caller's buffer: its length must fit the capacity,
+// and a non-empty array needs a pointer.
+void check_buffer(const char* name, int64_t len, const void* ptr, int64_t capacity) {
+  if (len == 0) return;
+  if (!ptr) fail(SJ_ERR_NULL_POINTER, "buffers.", name, " is NULL but the result has ", len, " ", name, " entries");
+  if (capacity < len)
+    fail(SJ_ERR_INVALID_ARGUMENT, "buffers.", name, "_capacity is ", capacity, " but the result needs ", len,
+         " entries (the caller's buffers were left untouched)");
+}
+
+}  // namespace
+
+Tensor as_flat_output(const Tensor& t, const Allocator& alloc) {
+  if (t.order == 2 && (is_csr(t) || is_csc(t))) return t;
+  if (t.order == 1 && is_sparse_vector(t)) return t;
+  if (t.order <= 2 && is_dense(t)) return t;  // order 0: a scalar
+  if (t.order >= 1 && t.order <= 2 && all_levels_dense(t))
+    return convert(t, format_spec(SJ_FORMAT_DENSE, t.order), t.index_type, alloc);
+  if (t.order == 2) return convert(t, format_spec(SJ_FORMAT_CSR, 2), t.index_type, alloc);
+  fail(SJ_ERR_FORMAT, "a result of order ", t.order, " (", t.describe(),
+       ") has no flat layout for caller-owned buffers (matrices and vectors only)");
+}
+
+OutputLayout output_layout(const Tensor& t) {
+  OutputLayout o;
+  o.order = t.order;
+  for (int m = 0; m < t.order && m < 2; ++m) o.dims[m] = t.dims[m];
+  o.index_type = t.index_type;
+  o.value_type = t.value_type;
+  o.values_len = t.nnz();
+  if (is_dense(t)) {
+    o.format = SJ_FORMAT_DENSE;
+  } else if (t.order == 1) {
+    o.format = SJ_FORMAT_SPARSE_VECTOR;
+    o.crd_len = o.values_len;
+  } else {
+    o.format = is_csr(t) ? SJ_FORMAT_CSR : SJ_FORMAT_CSC;
+    o.pos_len = t.level_dim(0) + 1;
+    o.crd_len = o.values_len;
+  }
+  return o;
+}
+
+void copy_output(const Tensor& t, const OutputLayout& o, const OutputBuffers& b) {
+  check_buffer("pos", o.pos_len, b.pos, b.pos_capacity);
+  check_buffer("crd", o.crd_len, b.crd, b.crd_capacity);
+  check_buffer("values", o.values_len, b.values, b.values_capacity);
+  const Level& inner = t.levels[t.order - 1];
+  if (o.pos_len) std::memcpy(b.pos, inner.pos.data(), sizeof(int64_t) * o.pos_len);
+  if (o.crd_len) std::memcpy(b.crd, inner.crd.data(), static_cast<size_t>(index_size(o.index_type)) * o.crd_len);
+  if (o.values_len)
+    std::memcpy(b.values, t.values.data(), static_cast<size_t>(value_size(o.value_type)) * o.values_len);
+}
+
+}  // namespace sj

@@ -1,0 +1,47 @@
+// Caller-owned outputs: a computed result described as flat arrays (positions, coordinates,
+// values) and copied into buffers the caller allocated. The description is the first pass of
+// the C API's two-pass form; the copy, which checks every capacity before writing anything,
+// is the second.
+#pragma once
+#include <cstdint>
+
+#include "src/tensor.hpp"
+
+namespace sj {
+
+// The flat layout of a result: CSR, CSC, sparse vector or dense (row-major; order 0 is a
+// scalar with one value).
+struct OutputLayout {
+  sj_format format = SJ_FORMAT_CSR;
+  int order = 2;
+  int64_t dims[2] = {0, 0};
+  IndexType index_type = IndexType::I32;
+  ValueType value_type = ValueType::F64;
+  int64_t pos_len = 0;     // int64 positions (outer dimension + 1), 0 when there are none
+  int64_t crd_len = 0;     // coordinates of index_type, 0 for dense results
+  int64_t values_len = 0;  // values of value_type
+};
+
+// Where the caller wants the arrays; capacities count elements, not bytes.
+struct OutputBuffers {
+  int64_t* pos = nullptr;
+  int64_t pos_capacity = 0;
+  void* crd = nullptr;
+  int64_t crd_capacity = 0;
+  void* values = nullptr;
+  int64_t values_capacity = 0;
+};
+
+// `t` in a layout the caller can receive: CSR, CSC, sparse vectors and dense tensors stay as
+// they are; other matrix formats (a transposed DCSR or COO) become CSR through `alloc`.
+Tensor as_flat_output(const Tensor& t, const Allocator& alloc);
+
+// The layout of a tensor that as_flat_output returned.
+OutputLayout output_layout(const Tensor& t);
+
+// Checks every buffer against the layout (a length > 0 needs a non-null pointer and enough
+// capacity) and only then copies. Throws SJ_ERR_NULL_POINTER or SJ_ERR_INVALID_ARGUMENT
+// naming the first array that does not fit, before any byte is written.
+void copy_output(const Tensor& t, const OutputLayout& layout, const OutputBuffers& out);
+
+}  // namespace sj

@@ -1,0 +1,392 @@
+// Caller-owned outputs (sj_plan_execute_sizes + sj_pending_fill): for every operation with a
+// sparse (or dense) result, the arrays filled into the caller's buffers equal the result of
+// sj_plan_execute on the same plan; bad buffers are refused before anything is written.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "sparsejit/sparsejit.h"
+#include "tests/random_matrices.hpp"
+#include "tests/test_util.hpp"
+
+namespace {
+
+using sj::test::Rng;
+
+struct Ctx {
+  sj_context* c = nullptr;
+  Ctx() { EXPECT_EQ(sj_context_create(nullptr, &c), SJ_OK); }
+  ~Ctx() { EXPECT_EQ(sj_context_destroy(c), SJ_OK) << sj_last_error_message(); }
+};
+struct T {
+  sj_tensor* t = nullptr;
+  ~T() { sj_tensor_destroy(t); }
+};
+struct P {
+  sj_plan* p = nullptr;
+  ~P() { sj_plan_destroy(p); }
+};
+struct Pending {
+  sj_pending* p = nullptr;
+  ~Pending() { sj_pending_destroy(p); }
+};
+
+// A random CSR matrix (sorted unique columns) with the given index type, copied into a handle.
+void random_csr(sj_context* ctx, Rng& rng, int64_t rows, int64_t cols, double density, sj_index_type it,
+                sj_tensor** out) {
+  std::vector<int64_t> pos{0};
+  std::vector<int64_t> crd;
+  std::vector<double> val;
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j)
+      if (rng.bernoulli(density)) {
+        crd.push_back(j);
+        val.push_back(static_cast<double>(rng.uniform_int(-3, 3)) + 0.5);
+      }
+    pos.push_back(static_cast<int64_t>(crd.size()));
+  }
+  std::vector<int32_t> crd32(crd.begin(), crd.end());
+  const void* c = it == SJ_INDEX_INT32 ? static_cast<const void*>(crd32.data()) : crd.data();
+  ASSERT_EQ(sj_tensor_create_csr(ctx, rows, cols, it, SJ_VALUE_F64, pos.data(), c, val.data(), SJ_TENSOR_COPY, out),
+            SJ_OK)
+      << sj_last_error_message();
+}
+
+void random_vector(sj_context* ctx, Rng& rng, int64_t n, double density, sj_index_type it, sj_tensor** out) {
+  std::vector<int64_t> idx;
+  std::vector<double> val;
+  for (int64_t i = 0; i < n; ++i)
+    if (rng.bernoulli(density)) {
+      idx.push_back(i);
+      val.push_back(static_cast<double>(rng.uniform_int(1, 5)));
+    }
+  std::vector<int32_t> idx32(idx.begin(), idx.end());
+  const void* c = it == SJ_INDEX_INT32 ? static_cast<const void*>(idx32.data()) : idx.data();
+  ASSERT_EQ(sj_tensor_create_sparse_vector(ctx, n, static_cast<int64_t>(idx.size()), it, SJ_VALUE_F64, c,
+                                           val.data(), SJ_TENSOR_COPY, out),
+            SJ_OK)
+      << sj_last_error_message();
+}
+
+// Caller buffers sized from the layout, with a sentinel byte pattern in the spare room.
+struct Buffers {
+  std::vector<int64_t> pos;
+  std::vector<unsigned char> crd, values;
+  sj_output_buffers b{};
+  Buffers(const sj_output_sizes& s, int64_t spare = 0) {
+    const int isz = s.index_type == SJ_INDEX_INT32 ? 4 : 8;
+    const int vsz = s.value_type == SJ_VALUE_F32 ? 4 : s.value_type == SJ_VALUE_F64 ? 8 : 1;
+    pos.assign(s.pos_len + spare, -7);
+    crd.assign((s.crd_len + spare) * isz, 0xAB);
+    values.assign((s.values_len + spare) * vsz, 0xCD);
+    b.struct_size = sizeof b;
+    b.pos = pos.empty() ? nullptr : pos.data();
+    b.pos_capacity = static_cast<int64_t>(pos.size());
+    b.crd = crd.empty() ? nullptr : crd.data();
+    b.crd_capacity = s.crd_len + spare;
+    b.values = values.empty() ? nullptr : values.data();
+    b.values_capacity = s.values_len + spare;
+  }
+};
+
+// The layout and arrays of a library-owned result, read through the C API.
+void expect_same_as_tensor(const sj_tensor* t, const sj_output_sizes& s, const Buffers& buf) {
+  sj_tensor_info info;
+  ASSERT_EQ(sj_tensor_get_info(t, &info), SJ_OK);
+  ASSERT_EQ(s.order, info.order);
+  EXPECT_EQ(s.dims[0], info.dims[0]);
+  if (info.order == 2) {
+    EXPECT_EQ(s.dims[1], info.dims[1]);
+  }
+  EXPECT_EQ(s.value_type, info.value_type);
+  EXPECT_EQ(s.values_len, info.nnz);
+  ASSERT_EQ(static_cast<int>(s.format), static_cast<int>(info.format));
+  if (s.format != SJ_FORMAT_DENSE) {
+    EXPECT_EQ(s.index_type, info.index_type);
+  }
+  const int isz = s.index_type == SJ_INDEX_INT32 ? 4 : 8;
+  const int vsz = s.value_type == SJ_VALUE_F32 ? 4 : s.value_type == SJ_VALUE_F64 ? 8 : 1;
+  const void* values = nullptr;
+  int64_t n = 0;
+  ASSERT_EQ(sj_tensor_get_values(t, &values, &n), SJ_OK);
+  if (s.values_len) {
+    EXPECT_EQ(std::memcmp(values, buf.values.data(), s.values_len * vsz), 0);
+  }
+  if (s.format == SJ_FORMAT_DENSE) return;
+  const int64_t* pos = nullptr;
+  const void* crd = nullptr;
+  int64_t pos_len = 0, crd_len = 0;
+  ASSERT_EQ(sj_tensor_get_level(t, info.order - 1, &pos, &pos_len, &crd, &crd_len), SJ_OK);
+  EXPECT_EQ(s.crd_len, crd_len);
+  if (s.crd_len) {
+    EXPECT_EQ(std::memcmp(crd, buf.crd.data(), s.crd_len * isz), 0);
+  }
+  if (s.format == SJ_FORMAT_CSR || s.format == SJ_FORMAT_CSC) {
+    ASSERT_EQ(s.pos_len, pos_len);
+    EXPECT_EQ(std::memcmp(pos, buf.pos.data(), s.pos_len * 8), 0);
+  } else {
+    EXPECT_EQ(s.pos_len, 0);
+  }
+}
+
+// Runs the plan both ways and compares; spare room past the lengths must stay untouched.
+void check_two_pass_equals_execute(sj_plan* plan, const std::vector<sj_tensor*>& ops) {
+  T normal;
+  ASSERT_EQ(sj_plan_execute(plan, ops.data(), static_cast<int>(ops.size()), &normal.t), SJ_OK)
+      << sj_last_error_message();
+  sj_output_sizes s{};
+  s.struct_size = sizeof s;
+  Pending pending;
+  ASSERT_EQ(sj_plan_execute_sizes(plan, ops.data(), static_cast<int>(ops.size()), &s, &pending.p), SJ_OK)
+      << sj_last_error_message();
+  Buffers buf(s, /*spare=*/2);
+  ASSERT_EQ(sj_pending_fill(pending.p, &buf.b), SJ_OK) << sj_last_error_message();
+  expect_same_as_tensor(normal.t, s, buf);
+  EXPECT_EQ(buf.pos[buf.pos.size() - 1], -7) << "nothing written past pos_len";
+  EXPECT_EQ(buf.crd.back(), 0xAB) << "nothing written past crd_len";
+  EXPECT_EQ(buf.values.back(), 0xCD) << "nothing written past values_len";
+}
+
+void plan_for(sj_context* ctx, sj_op op, const std::vector<sj_tensor*>& ops, const sj_op_options* o, sj_plan** p) {
+  ASSERT_EQ(sj_plan_create(ctx, op, ops.data(), static_cast<int>(ops.size()), o, p), SJ_OK)
+      << sj_last_error_message();
+}
+
+class CallerOutputs : public ::testing::TestWithParam<sj_index_type> {};
+
+TEST_P(CallerOutputs, EveryOperationMatchesPlanExecute) {
+  const sj_index_type it = GetParam();
+  Ctx ctx;
+  Rng rng(it == SJ_INDEX_INT32 ? 11 : 12);
+  T A, B, M, x, C;
+  random_csr(ctx.c, rng, 40, 30, 0.15, it, &A.t);
+  random_csr(ctx.c, rng, 30, 50, 0.12, it, &B.t);
+  random_csr(ctx.c, rng, 40, 50, 0.3, it, &M.t);
+  random_csr(ctx.c, rng, 40, 30, 0.2, it, &C.t);
+  random_vector(ctx.c, rng, 30, 0.3, it, &x.t);
+  sj_op_options dense;
+  sj_op_options_init(&dense);
+  dense.dense_output = 1;
+  struct Case {
+    const char* name;
+    sj_op op;
+    std::vector<sj_tensor*> ops;
+    const sj_op_options* options;
+  } cases[] = {
+      {"spgemm", SJ_OP_SPGEMM, {A.t, B.t}, nullptr},
+      {"spgemm dense", SJ_OP_SPGEMM, {A.t, B.t}, &dense},
+      {"masked spgemm", SJ_OP_SPGEMM_MASKED, {M.t, A.t, B.t}, nullptr},
+      {"spmspv", SJ_OP_SPMSPV, {A.t, x.t}, nullptr},
+      {"spmspv dense", SJ_OP_SPMSPV, {A.t, x.t}, &dense},
+      {"ewise mult", SJ_OP_EWISE_MULT, {A.t, C.t}, nullptr},
+      {"ewise add", SJ_OP_EWISE_ADD, {A.t, C.t}, nullptr},
+      {"transpose", SJ_OP_TRANSPOSE, {A.t}, nullptr},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    P plan;
+    plan_for(ctx.c, c.op, c.ops, c.options, &plan.p);
+    check_two_pass_equals_execute(plan.p, c.ops);
+  }
+}
+
+TEST_P(CallerOutputs, OutputIndexTypeAndOtherFormats) {
+  Ctx ctx;
+  Rng rng(5);
+  T A, Acsc, Acoo;
+  random_csr(ctx.c, rng, 25, 35, 0.2, GetParam(), &A.t);
+  ASSERT_EQ(sj_tensor_convert(ctx.c, A.t, SJ_FORMAT_CSC, nullptr, GetParam(), &Acsc.t), SJ_OK);
+  ASSERT_EQ(sj_tensor_convert(ctx.c, A.t, SJ_FORMAT_COO, nullptr, GetParam(), &Acoo.t), SJ_OK);
+  // The caller picks the coordinate type of the result.
+  sj_op_options o;
+  sj_op_options_init(&o);
+  o.output_index_type = GetParam() == SJ_INDEX_INT32 ? SJ_INDEX_INT64 : SJ_INDEX_INT32;
+  o.transpose_b = 1;  // A * A^T
+  P plan;
+  plan_for(ctx.c, SJ_OP_SPGEMM, {A.t, A.t}, &o, &plan.p);
+  sj_output_sizes s{};
+  s.struct_size = sizeof s;
+  Pending pending;
+  std::vector<sj_tensor*> ops{A.t, A.t};
+  ASSERT_EQ(sj_plan_execute_sizes(plan.p, ops.data(), 2, &s, &pending.p), SJ_OK) << sj_last_error_message();
+  EXPECT_EQ(s.index_type, o.output_index_type);
+  check_two_pass_equals_execute(plan.p, ops);
+  // A transposed CSC stays CSC; a transposed COO is handed out as CSR.
+  {
+    P tp;
+    std::vector<sj_tensor*> t_ops{Acsc.t};
+    plan_for(ctx.c, SJ_OP_TRANSPOSE, t_ops, nullptr, &tp.p);
+    check_two_pass_equals_execute(tp.p, t_ops);
+  }
+  {
+    P tp;
+    std::vector<sj_tensor*> t_ops{Acoo.t};
+    plan_for(ctx.c, SJ_OP_TRANSPOSE, t_ops, nullptr, &tp.p);
+    sj_output_sizes ts{};
+    ts.struct_size = sizeof ts;
+    Pending tpend;
+    ASSERT_EQ(sj_plan_execute_sizes(tp.p, t_ops.data(), 1, &ts, &tpend.p), SJ_OK) << sj_last_error_message();
+    EXPECT_EQ(ts.format, SJ_FORMAT_CSR);
+    EXPECT_EQ(ts.dims[0], 35);
+    EXPECT_EQ(ts.dims[1], 25);
+    Buffers buf(ts);
+    ASSERT_EQ(sj_pending_fill(tpend.p, &buf.b), SJ_OK) << sj_last_error_message();
+    // Against the CSR transpose of the CSR operand.
+    T ref;
+    ASSERT_EQ(sj_transpose(ctx.c, A.t, &ref.t), SJ_OK);
+    expect_same_as_tensor(ref.t, ts, buf);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(IndexTypes, CallerOutputs, ::testing::Values(SJ_INDEX_INT32, SJ_INDEX_INT64),
+                         [](const auto& info) { return info.param == SJ_INDEX_INT32 ? "Int32" : "Int64"; });
+
+// Bad buffers: refused before any byte is written, and the pending result stays fillable.
+TEST(CallerOutputsErrors, BadCapacitiesAndNullBuffersWriteNothing) {
+  Ctx ctx;
+  Rng rng(3);
+  T A;
+  random_csr(ctx.c, rng, 20, 20, 0.2, SJ_INDEX_INT32, &A.t);
+  std::vector<sj_tensor*> ops{A.t, A.t};
+  P plan;
+  plan_for(ctx.c, SJ_OP_SPGEMM, ops, nullptr, &plan.p);
+  sj_output_sizes s{};
+  s.struct_size = sizeof s;
+  Pending pending;
+  ASSERT_EQ(sj_plan_execute_sizes(plan.p, ops.data(), 2, &s, &pending.p), SJ_OK);
+  ASSERT_GT(s.crd_len, 0);
+  EXPECT_EQ(s.pos_len, 21);
+  EXPECT_EQ(s.format, SJ_FORMAT_CSR);
+
+  auto untouched = [](const Buffers& b) {
+    for (int64_t v : b.pos)
+      if (v != -7) return false;
+    for (unsigned char v : b.crd)
+      if (v != 0xAB) return false;
+    for (unsigned char v : b.values)
+      if (v != 0xCD) return false;
+    return true;
+  };
+  {  // each array one element short
+    for (int which = 0; which < 3; ++which) {
+      Buffers buf(s);
+      int64_t* cap = which == 0 ? &buf.b.pos_capacity : which == 1 ? &buf.b.crd_capacity : &buf.b.values_capacity;
+      *cap -= 1;
+      EXPECT_EQ(sj_pending_fill(pending.p, &buf.b), SJ_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(sj_last_error_message()).find("_capacity is"), std::string::npos) << sj_last_error_message();
+      EXPECT_TRUE(untouched(buf)) << "array " << which;
+    }
+  }
+  {  // a NULL array where the result has entries
+    Buffers buf(s);
+    buf.b.values = nullptr;
+    EXPECT_EQ(sj_pending_fill(pending.p, &buf.b), SJ_ERR_NULL_POINTER);
+    EXPECT_NE(std::string(sj_last_error_message()).find("buffers.values is NULL"), std::string::npos);
+    EXPECT_TRUE(untouched(buf));
+  }
+  {  // a negative capacity
+    Buffers buf(s);
+    buf.b.crd_capacity = -1;
+    EXPECT_EQ(sj_pending_fill(pending.p, &buf.b), SJ_ERR_INVALID_ARGUMENT);
+    EXPECT_TRUE(untouched(buf));
+  }
+  {  // a wrong struct_size
+    Buffers buf(s);
+    buf.b.struct_size = 4;
+    EXPECT_EQ(sj_pending_fill(pending.p, &buf.b), SJ_ERR_INVALID_ARGUMENT);
+    EXPECT_TRUE(untouched(buf));
+  }
+  EXPECT_EQ(sj_pending_fill(pending.p, nullptr), SJ_ERR_NULL_POINTER);
+  EXPECT_EQ(sj_pending_fill(nullptr, nullptr), SJ_ERR_NULL_POINTER);
+  // After all the refusals, the result is still there; a second fill is refused.
+  Buffers good(s);
+  ASSERT_EQ(sj_pending_fill(pending.p, &good.b), SJ_OK) << sj_last_error_message();
+  EXPECT_EQ(good.pos[0], 0);
+  EXPECT_EQ(good.pos[20], s.crd_len);
+  Buffers again(s);
+  EXPECT_EQ(sj_pending_fill(pending.p, &again.b), SJ_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(untouched(again));
+}
+
+TEST(CallerOutputsErrors, SizesPassRefusesBadArgumentsAndWritesNothing) {
+  Ctx ctx;
+  Rng rng(4);
+  T A, B;
+  random_csr(ctx.c, rng, 10, 10, 0.3, SJ_INDEX_INT32, &A.t);
+  random_csr(ctx.c, rng, 12, 12, 0.3, SJ_INDEX_INT32, &B.t);
+  std::vector<sj_tensor*> ops{A.t, A.t};
+  P plan;
+  plan_for(ctx.c, SJ_OP_SPGEMM, ops, nullptr, &plan.p);
+  sj_output_sizes s{};
+  s.struct_size = sizeof s;
+  sj_pending* pending = reinterpret_cast<sj_pending*>(0x1234);
+  EXPECT_EQ(sj_plan_execute_sizes(nullptr, ops.data(), 2, &s, &pending), SJ_ERR_NULL_POINTER);
+  EXPECT_EQ(sj_plan_execute_sizes(plan.p, ops.data(), 2, nullptr, &pending), SJ_ERR_NULL_POINTER);
+  EXPECT_EQ(sj_plan_execute_sizes(plan.p, ops.data(), 2, &s, nullptr), SJ_ERR_NULL_POINTER);
+  s.struct_size = 3;
+  EXPECT_EQ(sj_plan_execute_sizes(plan.p, ops.data(), 2, &s, &pending), SJ_ERR_INVALID_ARGUMENT);
+  s.struct_size = sizeof s;
+  std::vector<sj_tensor*> wrong{B.t, B.t};  // not the planned shape
+  EXPECT_EQ(sj_plan_execute_sizes(plan.p, wrong.data(), 2, &s, &pending), SJ_ERR_SHAPE_MISMATCH);
+  EXPECT_NE(std::string(sj_last_error_message()).find("does not match the planned one"), std::string::npos);
+  EXPECT_EQ(sj_plan_execute_sizes(plan.p, ops.data(), 1, &s, &pending), SJ_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(pending, reinterpret_cast<sj_pending*>(0x1234)) << "a failed call must not touch the output";
+  EXPECT_EQ(s.crd_len, 0);
+  EXPECT_EQ(sj_pending_destroy(nullptr), SJ_OK);
+}
+
+TEST(CallerOutputsErrors, PendingKeepsTheContextAliveAndEmptyResultsNeedNoArrays) {
+  sj_context* c = nullptr;
+  ASSERT_EQ(sj_context_create(nullptr, &c), SJ_OK);
+  // Two matrices with disjoint patterns: their element-wise product is empty.
+  std::vector<int64_t> pos{0, 1, 1};
+  std::vector<int32_t> c1{0}, c2{1};
+  std::vector<double> v{1.0};
+  sj_tensor *a = nullptr, *b = nullptr;
+  ASSERT_EQ(sj_tensor_create_csr(c, 2, 2, SJ_INDEX_INT32, SJ_VALUE_F64, pos.data(), c1.data(), v.data(), 0, &a), SJ_OK);
+  ASSERT_EQ(sj_tensor_create_csr(c, 2, 2, SJ_INDEX_INT32, SJ_VALUE_F64, pos.data(), c2.data(), v.data(), 0, &b), SJ_OK);
+  sj_tensor* ops[] = {a, b};
+  sj_plan* plan = nullptr;
+  ASSERT_EQ(sj_plan_create(c, SJ_OP_EWISE_MULT, ops, 2, nullptr, &plan), SJ_OK);
+  sj_output_sizes s{};
+  s.struct_size = sizeof s;
+  sj_pending* pending = nullptr;
+  ASSERT_EQ(sj_plan_execute_sizes(plan, ops, 2, &s, &pending), SJ_OK) << sj_last_error_message();
+  EXPECT_EQ(s.crd_len, 0);
+  EXPECT_EQ(s.values_len, 0);
+  EXPECT_EQ(s.pos_len, 3);
+  int64_t out_pos[3] = {9, 9, 9};
+  sj_output_buffers buf{};
+  buf.struct_size = sizeof buf;
+  buf.pos = out_pos;
+  buf.pos_capacity = 3;
+  ASSERT_EQ(sj_pending_fill(pending, &buf), SJ_OK) << sj_last_error_message();  // crd, values NULL: fine
+  EXPECT_EQ(out_pos[0], 0);
+  EXPECT_EQ(out_pos[2], 0);
+  sj_plan_destroy(plan);
+  sj_tensor_destroy(a);
+  sj_tensor_destroy(b);
+  EXPECT_EQ(sj_context_destroy(c), SJ_ERR_INVALID_ARGUMENT) << "a pending result is still alive";
+  EXPECT_EQ(sj_pending_destroy(pending), SJ_OK);
+  EXPECT_EQ(sj_context_destroy(c), SJ_OK) << sj_last_error_message();
+}
+
+TEST(CallerOutputsReal, SpgemmOnRealMatricesMatchesPlanExecute) {
+  std::vector<std::filesystem::path> files{sj::test::repo_data("karate.mtx")};
+  for (auto& f : sj::test::shared_matrices())
+    if (f.filename() == "494_bus.mtx" || f.filename() == "bcsstk06.mtx") files.push_back(f);
+  Ctx ctx;
+  for (auto& f : files) {
+    SCOPED_TRACE(f.string());
+    T A;
+    ASSERT_EQ(sj_tensor_read_file(ctx.c, f.c_str(), &A.t), SJ_OK) << sj_last_error_message();
+    std::vector<sj_tensor*> ops{A.t, A.t};
+    P plan;
+    plan_for(ctx.c, SJ_OP_SPGEMM, ops, nullptr, &plan.p);
+    check_two_pass_equals_execute(plan.p, ops);
+  }
+}
+
+}  // namespace
