@@ -1,0 +1,429 @@
+"""Context, Tensor (scipy arrays borrowed without copying), Plan and the operations."""
+import ctypes
+import json
+import threading
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _lib
+from ._errors import check
+
+# sj_index_type, sj_value_type, sj_op, sj_format and option names, as in sparsejit.h.
+INT32, INT64 = 0, 1
+_VALUE_TYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.bool_): 2}
+_DTYPE_OF_VALUE = {0: np.float32, 1: np.float64, 2: np.bool_}
+_DTYPE_OF_INDEX = {INT32: np.int32, INT64: np.int64}
+_OPS = {"spgemm": 0, "spgemm_masked": 1, "spmspv": 2, "spmv": 3, "ewise_mult": 4, "ewise_add": 5, "transpose": 6}
+FORMAT_CSR, FORMAT_CSC, FORMAT_SPARSE_VECTOR, FORMAT_DENSE = 0, 1, 4, 5
+_SEMIRINGS = {"plus_times": 0, "min_plus": 1, "max_times": 2, "or_and": 3, "plus_pair": 4}
+_SCHEDULES = {"auto": 0, "reference": 1, "gustavson_dense": 2, "gustavson_hash": 3, "inner": 4, "transpose": 5,
+              "search": 6, "densify": 7, "push": 8, "fused": 9}
+_ISAS = {"auto": 0, "avx512": 1, "avx2": 2, "scalar": 3}
+_METHODS = {"auto": 0, "broadcast": 1, "rotate": 2, "native": 3}
+LOG_LEVELS = {"trace": 0, "debug": 1, "info": 2, "warn": 3, "error": 4, "off": 5}
+
+
+def version():
+    """The library's version string ("MAJOR.MINOR.PATCH+BUILDID")."""
+    return _lib.sj_version(None, None, None).decode()
+
+
+class Context:
+    """A library context (threads, cache, log level, log callback). Tensors and plans keep the
+    context they were made with alive; the context is destroyed when the last of them goes."""
+
+    def __init__(self, threads=0, log_level=None, log_callback=None, cache_dir=None, disable_disk_cache=False,
+                 memory_cap_bytes=0):
+        scratch = ctypes.create_string_buffer(_lib.INIT_SCRATCH)
+        check(_lib.sj_config_init(scratch))
+        cfg = _lib.Config.from_buffer_copy(scratch.raw[:ctypes.sizeof(_lib.Config)])
+        cfg.struct_size = ctypes.sizeof(_lib.Config)
+        cfg.threads = int(threads)
+        if log_level is not None:
+            if log_level not in LOG_LEVELS:
+                raise ValueError(f"log_level must be one of {sorted(LOG_LEVELS)}, not {log_level!r}")
+            cfg.log_level = LOG_LEVELS[log_level]
+        self._callback = None
+        if log_callback is not None:
+            names = {v: k for k, v in LOG_LEVELS.items()}
+
+            def trampoline(level, message, _user):
+                try:
+                    log_callback(names.get(level, str(level)), message.decode("utf-8", "replace"))
+                except Exception:  # an exception must not unwind into C
+                    pass
+
+            self._callback = _lib.LOG_CALLBACK(trampoline)  # kept alive with the context
+            cfg.log_callback = self._callback
+        self._cache_dir = cache_dir.encode() if isinstance(cache_dir, str) else cache_dir
+        cfg.cache_dir = self._cache_dir
+        cfg.disable_disk_cache = 1 if disable_disk_cache else 0
+        cfg.memory_cap_bytes = int(memory_cap_bytes)
+        h = _lib.handle()
+        check(_lib.sj_context_create(ctypes.byref(cfg), ctypes.byref(h)))
+        self._handle = h
+
+    @property
+    def handle(self):
+        return self._handle
+
+    def __del__(self):
+        h = getattr(self, "_handle", None)
+        if h and _lib is not None and _lib.sj_context_destroy is not None:  # None during interpreter exit
+            _lib.sj_context_destroy(h)
+            self._handle = None
+
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def default_context():
+    """The context used when a call names none (made on first use)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Context()
+        return _default
+
+
+def _array(a, name, dtypes):
+    """A 1-D C-contiguous array of one of `dtypes`; refuses anything else before the library."""
+    a = np.asarray(a)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got {a.ndim}-D")
+    if a.dtype not in dtypes:
+        raise TypeError(f"{name} has dtype {a.dtype}; sparsejit takes {', '.join(str(np.dtype(d)) for d in dtypes)}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{name} is not contiguous; pass np.ascontiguousarray({name})")
+    return a
+
+
+def _ptr(a):
+    return a.ctypes.data if a.size else None
+
+
+_VALUE_DTYPES = tuple(_VALUE_TYPES)
+_INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+class Tensor:
+    """A library tensor handle. Made from a scipy CSR or CSC matrix it borrows the indices and
+    data arrays (zero-copy; int32 or int64 indices) and keeps them alive as long as it lives;
+    the row/column pointer array is borrowed when it is int64 and widened once otherwise (the
+    library's positions are int64). The library validates the arrays (sorted, in range)."""
+
+    def __init__(self, handle, ctx, keep=()):
+        self._handle = handle
+        self._ctx = ctx
+        self._keep = keep  # the numpy arrays the library reads
+
+    @property
+    def handle(self):
+        return self._handle
+
+    @classmethod
+    def from_scipy(cls, m, ctx=None):
+        ctx = ctx or default_context()
+        if not sp.issparse(m):
+            raise TypeError(f"expected a scipy.sparse CSR or CSC matrix, got {type(m).__name__}")
+        if m.format not in ("csr", "csc"):
+            raise TypeError(f"expected a scipy.sparse CSR or CSC matrix, got format {m.format!r} "
+                            f"(convert with .tocsr() first)")
+        rows, cols = m.shape
+        indices = _array(m.indices, "indices", _INDEX_DTYPES)
+        data = _array(m.data, "data", _VALUE_DTYPES)
+        indptr = np.asarray(m.indptr)
+        if indptr.dtype not in _INDEX_DTYPES:
+            raise TypeError(f"indptr has dtype {indptr.dtype}; sparsejit takes int32 or int64")
+        indptr = _array(indptr.astype(np.int64, copy=False), "indptr", (np.dtype(np.int64),))
+        outer = rows if m.format == "csr" else cols
+        if indptr.size != outer + 1:
+            raise ValueError(f"indptr has {indptr.size} entries, expected {outer + 1}")
+        if indptr[-1] > indices.size or indptr[-1] > data.size:
+            raise ValueError(f"indptr[-1] = {indptr[-1]} but indices has {indices.size} and data {data.size} entries")
+        it = INT32 if indices.dtype == np.int32 else INT64
+        create = _lib.sj_tensor_create_csr if m.format == "csr" else _lib.sj_tensor_create_csc
+        h = _lib.handle()
+        check(create(ctx.handle, rows, cols, it, _VALUE_TYPES[data.dtype], _ptr(indptr), _ptr(indices), _ptr(data),
+                     0, ctypes.byref(h)))
+        return cls(h, ctx, (indptr, indices, data))
+
+    @classmethod
+    def sparse_vector(cls, indices, values, n, ctx=None):
+        """A sparse vector of length n over sorted unique `indices` (borrowed)."""
+        ctx = ctx or default_context()
+        indices = _array(indices, "indices", _INDEX_DTYPES)
+        values = _array(values, "values", _VALUE_DTYPES)
+        if indices.size != values.size:
+            raise ValueError(f"indices has {indices.size} entries but values {values.size}")
+        it = INT32 if indices.dtype == np.int32 else INT64
+        h = _lib.handle()
+        check(_lib.sj_tensor_create_sparse_vector(ctx.handle, int(n), indices.size, it, _VALUE_TYPES[values.dtype],
+                                                  _ptr(indices), _ptr(values), 0, ctypes.byref(h)))
+        return cls(h, ctx, (indices, values))
+
+    @classmethod
+    def from_vector(cls, x, ctx=None):
+        """A sparse vector from an n x 1 or 1 x n scipy sparse matrix (a CSC column or CSR row
+        is borrowed), or from a Tensor."""
+        if isinstance(x, Tensor):
+            return x
+        if not sp.issparse(x) or 1 not in x.shape:
+            raise TypeError("x must be a scipy.sparse matrix with one row or one column")
+        n = max(x.shape) if x.shape != (1, 1) else 1
+        if x.shape[1] == 1 and x.format != "csc":
+            x = x.tocsc()
+        elif x.shape[1] != 1 and x.format != "csr":
+            x = x.tocsr()
+        end = int(x.indptr[-1])
+        return cls.sparse_vector(x.indices[:end], x.data[:end], n, ctx)
+
+    @classmethod
+    def read(cls, path, ctx=None):
+        """Reads a Matrix Market (.mtx) or FROSTT (.tns) file."""
+        ctx = ctx or default_context()
+        h = _lib.handle()
+        check(_lib.sj_tensor_read_file(ctx.handle, str(path).encode(), ctypes.byref(h)))
+        return cls(h, ctx)
+
+    def info(self):
+        info = _lib.TensorInfo()
+        check(_lib.sj_tensor_get_info(self._handle, ctypes.byref(info)))
+        return info
+
+    def __del__(self):
+        h = getattr(self, "_handle", None)
+        if h and _lib is not None and _lib.sj_tensor_destroy is not None:  # None during interpreter exit
+            _lib.sj_tensor_destroy(h)
+            self._handle = None
+
+
+def _as_tensor(m, ctx):
+    return m if isinstance(m, Tensor) else Tensor.from_scipy(m, ctx)
+
+
+def _options(semiring="plus_times", schedule="auto", isa="auto", vector_width=0, phases="", threads=0,
+             dense_output=False, transpose_a=False, transpose_b=False, output_index_type=None, method="auto",
+             calibrate=False):
+    scratch = ctypes.create_string_buffer(_lib.INIT_SCRATCH)
+    check(_lib.sj_op_options_init(scratch))
+    o = _lib.OpOptions.from_buffer_copy(scratch.raw[:ctypes.sizeof(_lib.OpOptions)])
+    # A library older than this binding reads only the fields it knows.
+    library_size = o.struct_size
+    o.struct_size = min(library_size, ctypes.sizeof(_lib.OpOptions))
+    if calibrate and library_size <= _lib.OpOptions.calibrate.offset:
+        raise ValueError("this libsparsejit has no calibrate option")
+
+    def pick(table, value, what):
+        if isinstance(value, str):
+            value = value.replace("-", "_")  # the library prints "gustavson-dense"
+        if value not in table:
+            raise ValueError(f"{what} must be one of {sorted(table)}, not {value!r}")
+        return table[value]
+
+    o.semiring = pick(_SEMIRINGS, semiring, "semiring")
+    o.schedule = pick(_SCHEDULES, schedule, "schedule")
+    o.isa = pick(_ISAS, isa, "isa")
+    o.method = pick(_METHODS, method, "method")
+    if len(phases) > 3:
+        raise ValueError(f"phases is at most 3 characters, got {phases!r}")
+    o.phases = phases.encode()
+    o.vector_width = int(vector_width)
+    o.threads = int(threads)
+    o.dense_output = int(bool(dense_output))
+    o.transpose_a = int(bool(transpose_a))
+    o.transpose_b = int(bool(transpose_b))
+    o.calibrate = int(bool(calibrate))
+    if output_index_type is None:
+        o.output_index_type = -1
+    else:
+        o.output_index_type = pick({"int32": INT32, "int64": INT64}, output_index_type, "output_index_type")
+    return o
+
+
+def _handles(tensors):
+    return (_lib.handle * len(tensors))(*[t.handle for t in tensors])
+
+
+class Plan:
+    """An operation inspected and scheduled once for operands of these shapes, formats and
+    types; execute() runs it on matching operands and returns scipy / numpy arrays whose memory
+    numpy owns (the library fills them through the caller-owned output calls)."""
+
+    def __init__(self, op, *operands, ctx=None, **options):
+        self._ctx = ctx or default_context()
+        if op not in _OPS:
+            raise ValueError(f"op must be one of {sorted(_OPS)}, not {op!r}")
+        self.op = op
+        tensors = [_as_tensor(m, self._ctx) if op != "spmspv" or i == 0 else Tensor.from_vector(m, self._ctx)
+                   for i, m in enumerate(operands)]
+        self._vector_shape = _vector_shape(operands[1]) if op == "spmspv" and len(operands) > 1 else None
+        opts = _options(**options)
+        h = _lib.handle()
+        check(_lib.sj_plan_create(self._ctx.handle, _OPS[op], _handles(tensors), len(tensors), ctypes.byref(opts),
+                                  ctypes.byref(h)))
+        self._handle = h
+
+    @classmethod
+    def _from_handle(cls, handle, ctx, op):
+        self = cls.__new__(cls)
+        self._ctx, self._handle, self.op, self._vector_shape = ctx, handle, op, None
+        return self
+
+    def execute(self, *operands):
+        if self.op == "spmspv":
+            tensors = [_as_tensor(operands[0], self._ctx)] + [Tensor.from_vector(x, self._ctx) for x in operands[1:]]
+            self._vector_shape = _vector_shape(operands[1]) if len(operands) > 1 else None
+        else:
+            tensors = [_as_tensor(m, self._ctx) for m in operands]
+        return _execute_into_numpy(self._handle, tensors, self._vector_shape)
+
+    def explain(self):
+        """The plan's explanation as a dict (operand statistics, candidates, choice, timings)."""
+        text = ctypes.c_char_p()
+        check(_lib.sj_plan_explain(self._handle, ctypes.byref(text)))
+        return json.loads(text.value.decode())
+
+    def explain_text(self):
+        text = ctypes.c_char_p()
+        check(_lib.sj_plan_explain_text(self._handle, ctypes.byref(text)))
+        return text.value.decode()
+
+    def __del__(self):
+        h = getattr(self, "_handle", None)
+        if h and _lib is not None and _lib.sj_plan_destroy is not None:  # None during interpreter exit
+            _lib.sj_plan_destroy(h)
+            self._handle = None
+
+
+def _vector_shape(x):
+    return x.shape if sp.issparse(x) else None
+
+
+def _execute_into_numpy(plan, tensors, vector_shape=None):
+    """Pass 1 sizes the result, numpy allocates, pass 2 fills; returns scipy / numpy arrays."""
+    sizes = _lib.OutputSizes()
+    sizes.struct_size = ctypes.sizeof(sizes)
+    pending = _lib.handle()
+    check(_lib.sj_plan_execute_sizes(plan, _handles(tensors), len(tensors), ctypes.byref(sizes),
+                                     ctypes.byref(pending)))
+    try:
+        values = np.empty(sizes.values_len, dtype=_DTYPE_OF_VALUE[sizes.value_type])
+        crd = np.empty(sizes.crd_len, dtype=_DTYPE_OF_INDEX[sizes.index_type])
+        pos = np.empty(sizes.pos_len, dtype=np.int64)
+        bufs = _lib.OutputBuffers(ctypes.sizeof(_lib.OutputBuffers), _ptr(pos), pos.size, _ptr(crd), crd.size,
+                                  _ptr(values), values.size)
+        check(_lib.sj_pending_fill(pending, ctypes.byref(bufs)))
+    finally:
+        _lib.sj_pending_destroy(pending)
+    shape = tuple(sizes.dims[:sizes.order])
+    if sizes.format == FORMAT_DENSE:
+        return values.reshape(shape)
+    if sizes.format == FORMAT_SPARSE_VECTOR:
+        n = sizes.dims[0]
+        ptr = np.array([0, crd.size], dtype=np.int64)
+        if vector_shape is not None and vector_shape[0] == 1 and vector_shape != (1, 1):
+            return sp.csr_array((values, crd, ptr), shape=(1, n))  # a row in, a row out
+        return sp.csc_array((values, crd, ptr), shape=(n, 1))
+    cls = sp.csr_array if sizes.format == FORMAT_CSR else sp.csc_array
+    return cls((values, crd, pos), shape=shape)
+
+
+def _run(op, operands, ctx, options):
+    # Each scipy operand is borrowed (and validated by the library) once, for plan and run.
+    ctx = ctx or default_context()
+    shape = _vector_shape(operands[1]) if op == "spmspv" else None
+    tensors = [Tensor.from_vector(m, ctx) if op == "spmspv" and i == 1 else _as_tensor(m, ctx)
+               for i, m in enumerate(operands)]
+    plan = Plan(op, *tensors, ctx=ctx, **options)
+    return _execute_into_numpy(plan._handle, tensors, shape)
+
+
+def spgemm(A, B, ctx=None, **options):
+    """C = A @ B over a semiring (options: semiring, schedule, isa, threads, dense_output,
+    transpose_a, transpose_b, output_index_type, ...). A CSR array, or a dense ndarray with
+    dense_output=True."""
+    return _run("spgemm", (A, B), ctx, options)
+
+
+def spgemm_masked(M, A, B, ctx=None, **options):
+    """C<M> = A @ B: only the positions stored in M."""
+    return _run("spgemm_masked", (M, A, B), ctx, options)
+
+
+def spmspv(A, x, ctx=None, **options):
+    """y = A @ x with x a sparse vector (an n x 1 or 1 x n scipy sparse matrix). y is an m x 1
+    CSC array (1 x m CSR when x was a row), or a dense vector with dense_output=True."""
+    return _run("spmspv", (A, x), ctx, options)
+
+
+def ewise_mult(A, B, transpose_b=False, ctx=None, **options):
+    """C = A .* B (the intersection), B transposed first when transpose_b."""
+    return _run("ewise_mult", (A, B), ctx, dict(options, transpose_b=transpose_b))
+
+
+def ewise_add(A, B, transpose_b=False, ctx=None, **options):
+    """C = A .+ B (the union)."""
+    return _run("ewise_add", (A, B), ctx, dict(options, transpose_b=transpose_b))
+
+
+def transpose(A, ctx=None):
+    """A^T in A's format (CSR in, CSR out; CSC in, CSC out)."""
+    return _run("transpose", (A,), ctx, {})
+
+
+def explain(op, *operands, ctx=None, as_json=False, **options):
+    """What the planner decided for `op` on these operands: readable text, or a dict with
+    as_json=True."""
+    plan = Plan(op, *operands, ctx=ctx, **options)
+    return plan.explain() if as_json else plan.explain_text()
+
+
+def _index_notation(expression, n):
+    """numpy-style "ik,kj->ij" as the library's index notation "OUT(i,j) = T0(i,k) * T1(k,j)";
+    an expression that already has an '=' is passed through."""
+    if "=" in expression:
+        return expression
+    if "->" not in expression:
+        raise ValueError(f"einsum expression {expression!r} needs '->' (\"ik,kj->ij\") or index notation "
+                         f"(\"C(i,j) = A(i,k) * B(k,j)\")")
+    lhs, out = (part.strip() for part in expression.split("->", 1))
+    terms = [t.strip() for t in lhs.split(",")]
+    if len(terms) != n:
+        raise ValueError(f"einsum expression {expression!r} has {len(terms)} operands but {n} tensors were given")
+    for t in terms + [out]:
+        if not all(c.isalpha() for c in t):
+            raise ValueError(f"einsum subscripts must be letters, got {t!r} in {expression!r}")
+    access = lambda name, idx: f"{name}({','.join(idx)})"  # noqa: E731
+    return f"{access('OUT', out)} = " + " * ".join(access(f"T{i}", t) for i, t in enumerate(terms))
+
+
+def einsum_plan(expression, *tensors, formats=None, output_format=None, ctx=None, **options):
+    """Plans an einsum expression over the tensors: numpy style ("ik,kj->ij", operands in the
+    given order) or the library's index notation ("C(i,j) = A(i,k) * B(k,j)", operands in order
+    of first appearance on the right-hand side). `formats` names each operand's format ("csr",
+    "csc", ..., or a level list), `output_format` the result's."""
+    if _lib.sj_einsum_plan is None:
+        raise NotImplementedError("this libsparsejit has no einsum (sj_einsum_plan is missing)")
+    expression = _index_notation(expression, len(tensors))
+    ctx = ctx or default_context()
+    ts = [_as_tensor(t, ctx) for t in tensors]
+    fmts = None
+    if formats is not None:
+        if len(formats) != len(ts):
+            raise ValueError(f"formats names {len(formats)} operands but {len(ts)} were given")
+        fmts = (ctypes.c_char_p * len(ts))(*[f.encode() if f else None for f in formats])
+    opts = _options(**options)
+    h = _lib.handle()
+    check(_lib.sj_einsum_plan(ctx.handle, expression.encode(), _handles(ts), len(ts), fmts,
+                              output_format.encode() if output_format else None, ctypes.byref(opts),
+                              ctypes.byref(h)))
+    return Plan._from_handle(h, ctx, "einsum"), ts
+
+
+def einsum(expression, *tensors, formats=None, output_format=None, ctx=None, **options):
+    """Evaluates an einsum expression over sparse matrices; returns scipy / numpy arrays."""
+    plan, ts = einsum_plan(expression, *tensors, formats=formats, output_format=output_format, ctx=ctx, **options)
+    return _execute_into_numpy(plan._handle, ts)

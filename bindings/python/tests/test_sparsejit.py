@@ -1,0 +1,257 @@
+"""The Python binding against scipy: random and real matrices, every operation, error cases.
+Run with the system interpreter: /usr/bin/python3 -m unittest discover bindings/python/tests"""
+import gc
+import os
+import sys
+import unittest
+from pathlib import Path
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import sparsejit  # noqa: E402
+from sparsejit import _lib  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def data_dir():
+    env = os.environ.get("SPARSEJIT_DATA_DIR")
+    if env and Path(env, "matrices").is_dir():
+        return Path(env)
+    p = REPO.parent / "shared" / "data"
+    return p if (p / "matrices").is_dir() else None
+
+
+def random_csr(rows, cols, density, seed, dtype=np.float64, index=np.int32):
+    m = sp.random(rows, cols, density=density, format="csr", random_state=seed, dtype=np.float64)
+    m.data = np.round(m.data * 8) / 4 + 0.25  # exact sums in any order
+    m = sp.csr_array(m.astype(dtype))
+    m.indices = m.indices.astype(index)
+    m.indptr = m.indptr.astype(index)
+    return m
+
+
+def assert_close_sparse(test, got, want, rtol=1e-9):
+    """Equal up to rounding (summation order differs), compared without densifying."""
+    test.assertEqual(got.shape, want.shape)
+    diff = sp.csr_array(got) - sp.csr_array(want)
+    scale = max(1.0, float(np.abs(sp.csr_array(want).data).max()) if want.nnz else 1.0)
+    worst = float(np.abs(diff.data).max()) if diff.nnz else 0.0
+    test.assertLessEqual(worst, rtol * scale)
+
+
+def assert_same(test, got, want):
+    """Equal values (small matrices, compared densely)."""
+    test.assertEqual(got.shape, want.shape)
+    np.testing.assert_allclose(sp.csr_array(got).toarray(), sp.csr_array(want).toarray(), rtol=1e-6, atol=1e-6)
+
+
+class Binding(unittest.TestCase):
+    def test_version_and_struct_sizes_match_the_library(self):
+        self.assertRegex(sparsejit.version(), r"^\d+\.\d+\.\d+")
+        import ctypes
+        for init, cls in ((_lib.sj_config_init, _lib.Config), (_lib.sj_op_options_init, _lib.OpOptions)):
+            scratch = ctypes.create_string_buffer(_lib.INIT_SCRATCH)
+            self.assertEqual(init(scratch), 0)
+            size = ctypes.c_uint32.from_buffer(scratch).value
+            # sj_op_options may predate its `calibrate` field; anything else is drift.
+            known = {ctypes.sizeof(cls)} | ({cls.calibrate.offset} if cls is _lib.OpOptions else set())
+            self.assertIn(size, known, f"{cls.__name__} no longer matches the header")
+
+    def test_operations_against_scipy_on_random_matrices(self):
+        for index in (np.int32, np.int64):
+            for dtype in (np.float64, np.float32):
+                with self.subTest(index=index, dtype=dtype):
+                    A = random_csr(60, 45, 0.1, 1, dtype, index)
+                    B = random_csr(45, 70, 0.1, 2, dtype, index)
+                    C = random_csr(60, 45, 0.2, 3, dtype, index)
+                    assert_same(self, sparsejit.spgemm(A, B), A @ B)
+                    assert_same(self, sparsejit.spgemm(A, sp.csc_array(B)), A @ B)
+                    assert_same(self, sparsejit.ewise_mult(A, C), A.multiply(C))
+                    assert_same(self, sparsejit.ewise_add(A, C), A + C)
+                    assert_same(self, sparsejit.ewise_mult(A, sp.csr_array(C.T), transpose_b=True), A.multiply(C))
+                    assert_same(self, sparsejit.transpose(A), A.T)
+                    dense = sparsejit.spgemm(A, B, dense_output=True)
+                    self.assertIsInstance(dense, np.ndarray)
+                    np.testing.assert_allclose(dense, (A @ B).toarray())
+
+    def test_results_are_scipy_arrays_owned_by_numpy(self):
+        A = random_csr(30, 30, 0.2, 4)
+        C = sparsejit.spgemm(A, A)
+        self.assertIsInstance(C, sp.csr_array)
+        self.assertTrue(C.data.flags.owndata or C.data.base is not None)
+        del A
+        gc.collect()
+        self.assertGreaterEqual(float(np.abs(C.data).sum()), 0.0)  # still readable
+        Ct = sparsejit.transpose(sp.csc_array(random_csr(10, 20, 0.3, 5)))
+        self.assertIsInstance(Ct, sp.csc_array)
+        self.assertEqual(Ct.shape, (20, 10))
+
+    def test_spmspv_against_scipy(self):
+        A = random_csr(50, 40, 0.1, 6)
+        x = sp.random(40, 1, density=0.3, format="csc", random_state=7)
+        y = sparsejit.spmspv(A, x)
+        self.assertEqual(y.shape, (50, 1))
+        np.testing.assert_allclose(y.toarray(), (A @ x).toarray())
+        xr = sp.csr_array(x.T)
+        yr = sparsejit.spmspv(A, xr)
+        self.assertEqual(yr.shape, (1, 50))
+        np.testing.assert_allclose(yr.toarray().ravel(), (A @ x).toarray().ravel())
+        yd = sparsejit.spmspv(A, x, dense_output=True)
+        np.testing.assert_allclose(yd, (A @ x).toarray().ravel())
+
+    def test_masked_spgemm_and_semirings(self):
+        A = random_csr(30, 30, 0.15, 8)
+        M = random_csr(30, 30, 0.3, 9)
+        full = (A @ A).toarray()
+        got = sparsejit.spgemm_masked(M, A, A).toarray()
+        np.testing.assert_allclose(got, np.where(M.toarray() != 0, full, 0))
+        pattern = sparsejit.spgemm(A, A, semiring="plus_pair").toarray()
+        Ab = (A != 0).astype(np.float64)
+        np.testing.assert_allclose(pattern, (Ab @ Ab).toarray())
+
+    def test_plan_reuse_and_explain(self):
+        A = random_csr(40, 40, 0.1, 10)
+        plan = sparsejit.Plan("spgemm", A, A)
+        for seed in (11, 12):
+            A2 = A.copy()
+            A2.data = np.random.default_rng(seed).integers(1, 4, A2.data.size).astype(np.float64)
+            assert_same(self, plan.execute(A2, A2), A2 @ A2)
+        info = plan.explain()
+        self.assertEqual(info["op"], "spgemm")
+        self.assertIn("chosen", info)
+        text = sparsejit.explain("spgemm", A, A, schedule="reference")
+        self.assertIn("chosen: reference", text)
+
+    def test_inputs_are_borrowed_not_copied(self):
+        A = random_csr(20, 20, 0.2, 13, index=np.int32)
+        t = sparsejit.Tensor.from_scipy(A)
+        self.assertEqual(t.info().owns_arrays, 0)
+        self.assertIs(t._keep[1], A.indices)  # the very array, no copy
+        self.assertIs(t._keep[2], A.data)
+        A64 = random_csr(20, 20, 0.2, 13, index=np.int64)
+        t64 = sparsejit.Tensor.from_scipy(A64)
+        self.assertIs(t64._keep[0], A64.indptr)
+        self.assertIs(t64._keep[1], A64.indices)
+        self.assertEqual(t64.info().index_type, 1)
+
+    def test_log_callback_receives_messages(self):
+        messages = []
+        ctx = sparsejit.Context(log_level="debug", log_callback=lambda level, msg: messages.append((level, msg)))
+        A = random_csr(20, 20, 0.2, 14)
+        sparsejit.spgemm(A, A, ctx=ctx)
+        if "SPARSEJIT_LOG" not in os.environ:
+            self.assertTrue(any("plan spgemm" in m for _, m in messages), messages)
+            self.assertTrue(all(level == "debug" for level, _ in messages))
+
+
+@unittest.skipIf(_lib.sj_einsum_plan is None, "this libsparsejit has no einsum")
+class Einsum(unittest.TestCase):
+    def test_einsum_against_scipy(self):
+        A = random_csr(30, 20, 0.15, 30)
+        B = random_csr(20, 25, 0.15, 31)
+        C = random_csr(30, 20, 0.3, 32)
+        assert_same(self, sparsejit.einsum("ik,kj->ij", A, B), A @ B)
+        assert_same(self, sparsejit.einsum("X(i,j) = P(i,k) * Q(k,j)", A, B), A @ B)
+        assert_same(self, sparsejit.einsum("ij,ij->ij", A, C), A.multiply(C))
+        assert_same(self, sparsejit.einsum("ij->ji", A), A.T)
+        total = sparsejit.einsum("ij,ij->", A, C)
+        self.assertAlmostEqual(float(total), float(A.multiply(C).sum()))
+        assert_same(self, sparsejit.einsum("ik,kj->ij", A, B, formats=["csr", "csc"]), A @ B)
+
+    def test_einsum_errors(self):
+        A = random_csr(10, 10, 0.3, 33)
+        with self.assertRaises(sparsejit.ParseError):
+            sparsejit.einsum("C(i,j) = A(i,k) * ", A)
+        with self.assertRaises(ValueError):
+            sparsejit.einsum("ik,kj", A, A)
+        with self.assertRaises(ValueError):
+            sparsejit.einsum("ik,kj->ij", A)
+        with self.assertRaises(sparsejit.ShapeMismatchError):
+            sparsejit.einsum("ik,kj->ij", A, random_csr(7, 7, 0.3, 34))
+
+
+class Errors(unittest.TestCase):
+    def test_library_messages_become_exceptions(self):
+        A = random_csr(10, 12, 0.3, 20)
+        with self.assertRaises(sparsejit.ShapeMismatchError) as cm:
+            sparsejit.spgemm(A, A)
+        self.assertIn("spgemm", str(cm.exception))
+        self.assertIsInstance(cm.exception, sparsejit.Error)
+        self.assertEqual(cm.exception.status, 4)
+        with self.assertRaises(sparsejit.InvalidArgumentError):
+            sparsejit.spgemm(A, A.T.tocsr(), schedule="push")  # a SpMSpV schedule
+        with self.assertRaises(sparsejit.TypeMismatchError):
+            sparsejit.spgemm(A, sp.csr_array(A.T).astype(np.float32))
+
+    def test_unsorted_indices_reach_the_library_validation(self):
+        A = sp.csr_array((np.array([1.0, 2.0]), np.array([2, 0], dtype=np.int32), np.array([0, 2, 2])), shape=(2, 3))
+        with self.assertRaises(sparsejit.InvalidTensorError) as cm:
+            sparsejit.transpose(A)
+        self.assertIn("sorted", str(cm.exception))
+        B = sp.csr_array((np.array([1.0]), np.array([7], dtype=np.int32), np.array([0, 1, 1])), shape=(2, 3))
+        with self.assertRaises(sparsejit.InvalidTensorError):
+            sparsejit.transpose(B)
+
+    def test_bad_python_inputs_are_refused_before_the_library(self):
+        A = random_csr(10, 10, 0.3, 21)
+        with self.assertRaises(TypeError):
+            sparsejit.spgemm(A.toarray(), A)
+        with self.assertRaises(TypeError):
+            sparsejit.spgemm(sp.coo_array(A), A)
+        Ai = A.copy()
+        Ai.data = Ai.data.astype(np.int64)
+        with self.assertRaises(TypeError) as cm:
+            sparsejit.spgemm(Ai, A)
+        self.assertIn("int64", str(cm.exception))
+        Ac = A.copy()
+        Ac.data = np.complex128(Ac.data)
+        with self.assertRaises(TypeError):
+            sparsejit.spgemm(Ac, A)
+        An = A.copy()
+        An.data = np.repeat(A.data, 2)[::2]  # a strided view
+        with self.assertRaises(ValueError):
+            sparsejit.spgemm(An, A)
+        with self.assertRaises(ValueError):
+            sparsejit.spgemm(A, A, semiring="nope")
+        with self.assertRaises(ValueError):
+            sparsejit.Plan("frobnicate", A)
+        broken = sp.csr_array(A)
+        broken.indptr = broken.indptr[:-1]
+        with self.assertRaises((ValueError, sparsejit.Error)):
+            sparsejit.transpose(broken)
+        with self.assertRaises(sparsejit.IOFailedError):
+            sparsejit.Tensor.read("/nonexistent/x.mtx")
+
+
+class RealMatrices(unittest.TestCase):
+    def test_spgemm_and_friends_match_scipy(self):
+        d = data_dir()
+        if d is None:
+            self.skipTest("shared/data/matrices is absent")
+        checked = 0
+        for f in sorted((d / "matrices").glob("*.mtx")):
+            m = scipy.io.mmread(str(f))
+            if np.iscomplexobj(m) or m.nnz > 60000 or m.shape[0] != m.shape[1]:
+                continue
+            A = sp.csr_array(m, dtype=np.float64)
+            A.sum_duplicates()
+            want = A @ A
+            if want.nnz > 1_000_000:
+                continue
+            with self.subTest(matrix=f.name):
+                assert_close_sparse(self, sparsejit.spgemm(A, A), want)
+                assert_close_sparse(self, sparsejit.ewise_add(A, sp.csr_array(A.T)), A + A.T)
+                x = sp.csc_array(A[:, [0]])
+                assert_close_sparse(self, sparsejit.spmspv(A, x), A @ x)
+                checked += 1
+            if checked >= 12:
+                break
+        self.assertGreater(checked, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,184 @@
+//! Plans (inspect once, execute many times) and caller-owned results (two-pass: the library
+//! sizes the result, Rust allocates Vecs, the library fills them).
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_void};
+use std::mem::size_of;
+use std::ptr;
+use std::sync::Mutex;
+
+use crate::context::Context;
+use crate::error::{check, Result};
+use crate::options::OpOptions;
+use crate::sys;
+use crate::tensor::Tensor;
+
+/// The operations (sj_op).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Spgemm = 0,
+    SpgemmMasked = 1,
+    Spmspv = 2,
+    Spmv = 3,
+    EwiseMult = 4,
+    EwiseAdd = 5,
+    Transpose = 6,
+}
+
+/// Coordinates of a result in the type the library produced.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Indices {
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+}
+
+/// Values of a result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Values {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    Bool(Vec<bool>),
+}
+
+/// The layout of a caller-owned result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    Csr,
+    Csc,
+    SparseVector,
+    Dense,
+}
+
+/// A result in memory Rust owns: CSR/CSC (pos = outer pointers, crd = inner indices), a sparse
+/// vector (crd = indices, pos empty) or dense row-major (values only).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OwnedResult {
+    pub layout: Layout,
+    pub dims: Vec<i64>,
+    pub pos: Vec<i64>,
+    pub crd: Indices,
+    pub values: Values,
+}
+
+impl OwnedResult {
+    /// Coordinates widened to i64 (for comparisons).
+    pub fn crd_i64(&self) -> Vec<i64> {
+        match &self.crd {
+            Indices::I32(v) => v.iter().map(|&x| x as i64).collect(),
+            Indices::I64(v) => v.clone(),
+        }
+    }
+    /// Values as f64 (bool as 0/1).
+    pub fn values_f64(&self) -> Vec<f64> {
+        match &self.values {
+            Values::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            Values::F64(v) => v.clone(),
+            Values::Bool(v) => v.iter().map(|&x| x as u8 as f64).collect(),
+        }
+    }
+}
+
+/// A plan: an operation checked, inspected and scheduled once for operands of these shapes,
+/// formats and types. Executable from many threads at once.
+pub struct Plan<'a> {
+    raw: *mut sys::sj_plan,
+    ctx: &'a Context,
+    explain_lock: Mutex<()>,  // the explanation text lives in the plan until the next call
+}
+
+unsafe impl Send for Plan<'_> {}
+unsafe impl Sync for Plan<'_> {}
+
+fn raw_operands(operands: &[&Tensor<'_>]) -> Vec<*const sys::sj_tensor> {
+    operands.iter().map(|t| t.raw as *const sys::sj_tensor).collect()
+}
+
+impl<'a> Plan<'a> {
+    pub fn new(ctx: &'a Context, op: Op, operands: &[&Tensor<'a>], options: &OpOptions) -> Result<Plan<'a>> {
+        let ops = raw_operands(operands);
+        let mut raw = ptr::null_mut();
+        check(unsafe { sys::sj_plan_create(ctx.raw, op as i32, ops.as_ptr(), ops.len() as i32, &options.raw, &mut raw) })?;
+        Ok(Plan { raw, ctx, explain_lock: Mutex::new(()) })
+    }
+
+    /// Runs on operands that match the planned ones; the result is a library-owned tensor.
+    pub fn execute(&self, operands: &[&Tensor<'a>]) -> Result<Tensor<'a>> {
+        let ops = raw_operands(operands);
+        let mut out = ptr::null_mut();
+        check(unsafe { sys::sj_plan_execute(self.raw, ops.as_ptr(), ops.len() as i32, &mut out) })?;
+        Ok(Tensor::from_raw(out, self.ctx))
+    }
+
+    /// Runs and returns the result in Vecs that Rust allocated (the library sizes, Rust
+    /// allocates, the library fills; its own copy is released at once).
+    pub fn execute_owned(&self, operands: &[&Tensor<'a>]) -> Result<OwnedResult> {
+        let ops = raw_operands(operands);
+        let mut sizes = sys::sj_output_sizes { struct_size: size_of::<sys::sj_output_sizes>() as u32, ..Default::default() };
+        let mut pending = ptr::null_mut();
+        check(unsafe { sys::sj_plan_execute_sizes(self.raw, ops.as_ptr(), ops.len() as i32, &mut sizes, &mut pending) })?;
+        struct Guard(*mut sys::sj_pending);
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                unsafe { sys::sj_pending_destroy(self.0) };
+            }
+        }
+        let guard = Guard(pending);
+        let mut pos = vec![0i64; sizes.pos_len as usize];
+        let n = sizes.crd_len as usize;
+        let mut crd = if sizes.index_type == sys::SJ_INDEX_INT32 { Indices::I32(vec![0; n]) } else { Indices::I64(vec![0; n]) };
+        let nv = sizes.values_len as usize;
+        let mut values = match sizes.value_type {
+            sys::SJ_VALUE_F32 => Values::F32(vec![0.0; nv]),
+            sys::SJ_VALUE_BOOL => Values::Bool(vec![false; nv]),
+            _ => Values::F64(vec![0.0; nv]),
+        };
+        let crd_ptr = match &mut crd {
+            Indices::I32(v) => v.as_mut_ptr() as *mut c_void,
+            Indices::I64(v) => v.as_mut_ptr() as *mut c_void,
+        };
+        let values_ptr = match &mut values {
+            Values::F32(v) => v.as_mut_ptr() as *mut c_void,
+            Values::F64(v) => v.as_mut_ptr() as *mut c_void,
+            Values::Bool(v) => v.as_mut_ptr() as *mut c_void,
+        };
+        let buffers = sys::sj_output_buffers {
+            struct_size: size_of::<sys::sj_output_buffers>() as u32,
+            pos: pos.as_mut_ptr(),
+            pos_capacity: pos.len() as i64,
+            crd: crd_ptr,
+            crd_capacity: sizes.crd_len,
+            values: values_ptr,
+            values_capacity: sizes.values_len,
+        };
+        check(unsafe { sys::sj_pending_fill(guard.0, &buffers) })?;
+        let layout = match sizes.format {
+            sys::SJ_FORMAT_CSR => Layout::Csr,
+            sys::SJ_FORMAT_CSC => Layout::Csc,
+            sys::SJ_FORMAT_SPARSE_VECTOR => Layout::SparseVector,
+            _ => Layout::Dense,
+        };
+        Ok(OwnedResult { layout, dims: sizes.dims[..sizes.order as usize].to_vec(), pos, crd, values })
+    }
+
+    /// The planner's explanation as JSON.
+    pub fn explain_json(&self) -> Result<String> {
+        self.explain_with(sys::sj_plan_explain)
+    }
+
+    /// The planner's explanation as readable text.
+    pub fn explain_text(&self) -> Result<String> {
+        self.explain_with(sys::sj_plan_explain_text)
+    }
+
+    fn explain_with(&self, f: unsafe extern "C" fn(*mut sys::sj_plan, *mut *const c_char) -> sys::sj_status) -> Result<String> {
+        let _lock = self.explain_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut text = ptr::null();
+        check(unsafe { f(self.raw, &mut text) })?;
+        Ok(unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
+    }
+}
+
+impl Drop for Plan<'_> {
+    fn drop(&mut self) {
+        unsafe { sys::sj_plan_destroy(self.raw) };
+    }
+}
