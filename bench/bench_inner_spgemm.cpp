@@ -5,7 +5,9 @@
 //   mlir    the MLIR 15 sparsifier's kernel for the same linalg.generic (bench/mlir/
 //           inner_spgemm.mlir, lowered at build time; only when mlir-opt-15 was found);
 //   driver  our driver with the JIT off (skips, trimming, scalar merge): isolates the SIMD part;
-//   jit/... our driver with a generated kernel, forced spec or the automatic rule.
+//   jit/... our driver with a generated kernel, forced spec or the automatic rule (jit-auto:
+//           the kernel chosen per pair from its length, kernels/coiter_drivers.hpp TIERS).
+// Every variant writes the dense product into the same preallocated buffer.
 // f64 values, i32 coordinates, plus-times, no reassociation (results bit-identical to scalar).
 //
 // Setups:
@@ -229,14 +231,19 @@ double run_mlir(const Problem& p, std::vector<double>& out) {
 }
 #endif
 
-double run_driver(const Problem& p, const Cfg& cfg) {
+// Like the scalar loop and the MLIR kernel, the dense product goes into the caller's buffer
+// (coiter_spgemm_dense_into), with the kernels looked up once before timing (resolve()).
+double run_driver(const Problem& p, const Cfg& cfg, std::vector<double>& out) {
   if (p.spmspv) {
     Tensor y = sj::kernels::coiter_spmspv(p.A, p.x, SJ_SEMIRING_PLUS_TIMES, cfg, false, alloc());
     return y.nnz() ? y.values.as<double>()[0] : 0;
   }
-  Tensor c = sj::kernels::coiter_spgemm(p.A, p.Bcsc, SJ_SEMIRING_PLUS_TIMES, cfg, true, alloc());
-  const double* v = c.values.as<double>();
-  return v[0] + v[p.rows * p.cols / 2];
+  sj::kernels::coiter_spgemm_dense_into(p.A, p.Bcsc, SJ_SEMIRING_PLUS_TIMES, cfg, out.data());
+  return out[0] + out[out.size() / 2];
+}
+
+Cfg resolve(const Cfg& c) {
+  return sj::kernels::resolve_coiter(c, sj::IndexType::I32, sj::ValueType::F64, SJ_SEMIRING_PLUS_TIMES);
 }
 
 Cfg forced(int width, uint8_t phases, sj::jit::CoiterMethod method) {
@@ -253,9 +260,7 @@ Cfg auto_cfg(const Problem& p) {
   sj_op_options_init(&o);
   const double la = p.A.dims[0] ? double(p.A.nnz()) / double(p.A.dims[0]) : 0;
   const double lb = p.spmspv ? double(p.x.nnz()) : p.Bcsc.dims[1] ? double(p.Bcsc.nnz()) / double(p.Bcsc.dims[1]) : 0;
-  Cfg c;
-  c.spec = sj::kernels::choose_coiter_spec(o, sj::IndexType::I32, sj::ValueType::F64, la, lb);
-  return c;
+  return sj::kernels::coiter_config(o, sj::IndexType::I32, sj::ValueType::F64, la, lb);  // per-pair tiers
 }
 
 struct Variant {
@@ -305,8 +310,8 @@ double run_variant(const Problem& p, const Variant& v, std::vector<double>& out)
 #ifdef SJ_BENCH_HAVE_MLIR
     case 1: return run_mlir(p, out);
 #endif
-    case 2: return run_driver(p, v.cfg);
-    default: return run_driver(p, auto_cfg(p));
+    case 2: return run_driver(p, v.cfg, out);
+    default: return run_driver(p, resolve(auto_cfg(p)), out);
   }
 }
 
@@ -322,6 +327,7 @@ void bench(benchmark::State& state, Problem* p, Variant v) {
   }
   std::vector<double> out(static_cast<size_t>(p->spmspv ? p->rows : p->rows * p->cols));
   if (v.kind == 3) v = Variant{v.name, 2, auto_cfg(*p)};
+  if (v.kind == 2) v.cfg = resolve(v.cfg);
   double check = 0;
   for (auto _ : state) {
     check = run_variant(*p, v, out);
@@ -434,7 +440,7 @@ int count_mode(const std::string& variant, const std::string& setup) {
   for (auto& v : variants(true)) {
     if (v.name != variant) continue;
     Variant w = v.kind == 3 ? Variant{v.name, 2, auto_cfg(*p)} : v;
-    if (w.kind == 2) run_driver(*p, w.cfg);  // warm: JIT compile outside the counted run
+    if (w.kind == 2) w.cfg = resolve(w.cfg);  // JIT compile outside the counted run
     std::printf("%s %s %.17g\n", setup.c_str(), variant.c_str(), counted(*p, w, out));
     return 0;
   }

@@ -5,6 +5,7 @@
 #include "capi/boundary.hpp"
 #include "capi/handles.hpp"
 #include "src/convert.hpp"
+#include "src/plan_memo.hpp"
 
 namespace sj::capi {
 namespace {
@@ -44,8 +45,9 @@ sj_status run_once(sj_context* ctx, sj_op op, std::initializer_list<const sj_ten
     require(out, "result");
     std::vector<const sj_tensor*> v(operands);
     OpRequest req = make_request(ctx, op, v.data(), static_cast<int>(v.size()), options);
-    Plan plan(*ctx->impl, req);
-    Tensor result = plan.execute(req.operands);
+    // Repeated operands reuse the plan made for them (src/plan_memo.hpp).
+    std::shared_ptr<Plan> plan = plan_for_dropin(*ctx->impl, req);
+    Tensor result = plan->execute(req.operands);
     *out = new_tensor_handle(ctx, std::move(result));
   });
 }

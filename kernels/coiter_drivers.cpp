@@ -1,8 +1,12 @@
 // Drivers over the coiteration kernels; see kernels/coiter_drivers.hpp for the per-pair
 // dispatch and the spec rule.
+// The scalar merges inlined here are the drivers' short-pair path, which must keep up with
+// the -O3 baseline loop of bench/bench_inner_spgemm.cpp (at -O2 it ran 0.7-0.9x of it).
+#pragma GCC optimize("O3")
 #include "kernels/coiter_drivers.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -10,14 +14,15 @@
 
 #include "jit/isa.hpp"
 #include "kernels/coiter_portable.hpp"
+#include "kernels/ewise_kernels.hpp"
+#include "kernels/sparse_assembly.hpp"
 #include "src/dispatch.hpp"
 #include "src/error.hpp"
 #include "src/semiring.hpp"
+#include "src/work_partition.hpp"
 
 namespace sj::kernels {
 namespace {
-
-constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 template <class I> constexpr IndexType index_of() { return sizeof(I) == 4 ? IndexType::I32 : IndexType::I64; }
 template <class V> constexpr ValueType value_of() {
@@ -51,89 +56,148 @@ template <class I> inline bool disjoint(const I* ac, int64_t na, const I* bc, in
   return na == 0 || nb == 0 || ac[na - 1] < bc[0] || bc[nb - 1] < ac[0];
 }
 
-// The kernel of one action for a driver's types, or none (bool values, portable fallback,
-// use_jit off): then min_fast is kNever and the inlined scalar merge runs.
-// `owner` keeps the code alive while the driver runs (the kernel cache may evict it).
-template <class I, class V>
-void* fast_kernel(const CoiterConfig& cfg, jit::CoiterAction action, int64_t* min_fast,
-                  std::shared_ptr<const void>* owner) {
-  *min_fast = kNever;
-  if constexpr (std::is_same_v<V, uint8_t>) {
-    return nullptr;
-  } else {
-    if (!cfg.use_jit) return nullptr;
-    jit::CoiterSpec s = cfg.spec;
-    s.action = action;
-    s.index = index_of<I>();
-    s.value = value_of<V>();
-    s.with_factor = false;
-    if (s.index == IndexType::I64 && s.width > 8) s.width = 8;
-    jit::CoiterKernel k = jit::compile_coiter(s);
-    if (!k.generated) return nullptr;
-    *owner = k.owner;
-    *min_fast = cfg.min_fast >= 0 ? cfg.min_fast : 2 * int64_t(k.spec.width);
-    return k.fn;
+}  // namespace
+
+// The fast-lane kernels of one action, widest last: a pair of trimmed length min(na, nb) goes
+// to the last tier whose threshold it reaches (none: the inlined scalar merge).
+struct CoiterTiers {
+  struct Tier {
+    void* fn = nullptr;
+    int64_t min = std::numeric_limits<int64_t>::max();
+  };
+  Tier tier[3];
+  int n = 0;
+  int64_t first() const { return tier[0].min; }
+  void* pick(int64_t m) const {
+    int t = n - 1;
+    while (t > 0 && m < tier[t].min) --t;
+    return tier[t].fn;
   }
+};
+
+struct CoiterKernels {
+  IndexType index = IndexType::I32;
+  ValueType value = ValueType::F64;
+  sj_semiring semiring = SJ_SEMIRING_PLUS_TIMES;
+  bool with_emit = false;  // the emit kernels resolved (element-wise), else the dot ones
+  CoiterTiers dot, emit;
+  std::vector<std::shared_ptr<const void>> owners;  // keep the code alive (kernel cache eviction)
+  double codegen_us = 0;
+  bool generated = false;
+};
+
+namespace {
+
+// The specs of the tiers of a config, narrowest first, with their thresholds.
+std::vector<std::pair<jit::CoiterSpec, int64_t>> tier_specs(const CoiterConfig& cfg, IndexType it) {
+  std::vector<std::pair<jit::CoiterSpec, int64_t>> out;
+  jit::CoiterSpec s = cfg.spec;
+  s.index = it;
+  s.with_factor = false;
+  if (it == IndexType::I64 && s.width > 8) s.width = 8;
+  if (!cfg.tiered) {
+    out.push_back({s, cfg.min_fast});  // -1: twice the width the generator gives
+    return out;
+  }
+  const bool native = jit::resolve_isa(s.isa) == SJ_ISA_AVX512 && jit::host_features().vp2intersect;
+  s.width = 4, s.phases = jit::kPhaseCompare, s.method = jit::CoiterMethod::Broadcast;
+  out.push_back({s, cfg.min_fast >= 0 ? cfg.min_fast : 24});
+  if (native) {
+    s.width = 8, s.phases = 7, s.method = jit::CoiterMethod::Native;
+    out.push_back({s, 48});
+    if (it == IndexType::I32) {
+      s.width = 16;
+      out.push_back({s, 96});
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<const CoiterKernels> build_kernels(const CoiterConfig& cfg, IndexType it, ValueType vt,
+                                                   sj_semiring semiring, bool with_emit) {
+  auto k = std::make_shared<CoiterKernels>();
+  k->index = it, k->value = vt, k->semiring = semiring, k->with_emit = with_emit;
+  if (!cfg.use_jit || vt == ValueType::Bool) return k;
+  for (auto [spec, min] : tier_specs(cfg, it)) {
+    spec.value = vt == ValueType::F32 ? ValueType::F32 : ValueType::F64;
+    spec.semiring = semiring;
+    for (jit::CoiterAction a : {jit::CoiterAction::Dot, jit::CoiterAction::Emit}) {
+      if ((a == jit::CoiterAction::Emit) != with_emit) continue;
+      spec.action = a;
+      jit::CoiterKernel kern = jit::compile_coiter(spec);
+      k->codegen_us += kern.codegen_us;
+      if (!kern.generated) continue;  // portable fallback: the inlined scalar merge is the same code
+      k->generated = true;
+      k->owners.push_back(kern.owner);
+      CoiterTiers& t = a == jit::CoiterAction::Dot ? k->dot : k->emit;
+      const int64_t thr = min >= 0 ? min : 2 * int64_t(kern.spec.width);
+      // A narrower tier's threshold never exceeds a wider one's (forced thresholds may).
+      if (t.n > 0 && thr < t.tier[t.n - 1].min) continue;
+      t.tier[t.n++] = {kern.fn, thr};
+    }
+  }
+  return k;
+}
+
+// The kernels a driver call uses: the resolved ones when they fit (no copy of the owner: the
+// config outlives the call), else looked up now and held in `hold`.
+template <class I, class V>
+const CoiterKernels& kernels_for(const CoiterConfig& cfg, sj_semiring semiring, bool with_emit,
+                                 std::shared_ptr<const CoiterKernels>& hold) {
+  const IndexType it = index_of<I>();
+  const ValueType vt = value_of<V>();
+  const CoiterKernels* k = cfg.kernels.get();
+  if (k && k->index == it && k->value == vt && k->semiring == semiring && k->with_emit == with_emit) return *k;
+  hold = build_kernels(cfg, it, vt, semiring, with_emit);
+  return *hold;
 }
 
 template <class S, class I, class V> struct Dotter {
-  jit::CoiterDotFn<I, V> fast = nullptr;
-  int64_t min_fast = kNever;
+  CoiterTiers fast;
   bool trim = true;
-  std::shared_ptr<const void> owner;
+  std::shared_ptr<const CoiterKernels> hold;
 
   Dotter(const CoiterConfig& cfg, sj_semiring semiring) : trim(cfg.trim) {
-    CoiterConfig c = cfg;
-    c.spec.semiring = semiring;
-    fast = reinterpret_cast<jit::CoiterDotFn<I, V>>(fast_kernel<I, V>(c, jit::CoiterAction::Dot, &min_fast, &owner));
+    fast = kernels_for<I, V>(cfg, semiring, false, hold).dot;
   }
   // The kernel ABI: the count of matches; *out written only when it is > 0.
   inline int64_t operator()(const I* ac, const V* av, int64_t na, const I* bc, const V* bv, int64_t nb,
                             V* out) const {
+    // Short pairs go straight to the inlined scalar merge, exactly the baseline loop: a range
+    // test or a trim costs more than it saves there (measured on the short-row real matrices).
+    if (std::min(na, nb) < fast.first()) return coiter_dot_portable<I, V, S, false>(ac, av, na, bc, bv, nb, out);
     if (trim) {
       if (disjoint(ac, na, bc, nb)) return 0;
-      // Short pairs go straight to the scalar merge: trimming them costs more than it saves.
-      if (std::min(na, nb) >= min_fast) trim_pair(ac, av, na, bc, bv, nb);
+      trim_pair(ac, av, na, bc, bv, nb);
     }
-    if (std::min(na, nb) >= min_fast) return fast(ac, av, na, bc, bv, nb, out);
+    const int64_t m = std::min(na, nb);
+    if (m >= fast.first()) return reinterpret_cast<jit::CoiterDotFn<I, V>>(fast.pick(m))(ac, av, na, bc, bv, nb, out);
     return coiter_dot_portable<I, V, S, false>(ac, av, na, bc, bv, nb, out);
   }
 };
 
+// Emits the matched coordinates and products of a pair. Short pairs take the scalar merge of
+// the merge schedule (ewise::merge_row_mult: galloping when one side is 16x longer), long ones
+// the generated emit kernel (vpcompress) over the trimmed overlap.
 template <class S, class I, class V> struct Emitter {
-  jit::CoiterEmitFn<I, V> fast = nullptr;
-  jit::CoiterCountFn<I> fast_count = nullptr;
-  int64_t min_fast = kNever, min_fast_count = kNever;
+  CoiterTiers fast;
   bool trim = true;
-  std::shared_ptr<const void> owner, owner_count;
+  std::shared_ptr<const CoiterKernels> hold;
 
   Emitter(const CoiterConfig& cfg, sj_semiring semiring) : trim(cfg.trim) {
-    CoiterConfig c = cfg;
-    c.spec.semiring = semiring;
-    fast = reinterpret_cast<jit::CoiterEmitFn<I, V>>(fast_kernel<I, V>(c, jit::CoiterAction::Emit, &min_fast, &owner));
-    fast_count =
-        reinterpret_cast<jit::CoiterCountFn<I>>(fast_kernel<I, V>(c, jit::CoiterAction::Count, &min_fast_count, &owner_count));
-  }
-  inline int64_t count(const I* ac, int64_t na, const I* bc, int64_t nb) const {
-    if (trim) {
-      if (disjoint(ac, na, bc, nb)) return 0;
-      if (std::min(na, nb) >= min_fast_count) {
-        int64_t sa, sb;
-        trim_range(ac, sa, na, bc, sb, nb);
-        ac += sa, bc += sb;
-      }
-    }
-    if (std::min(na, nb) >= min_fast_count) return fast_count(ac, na, bc, nb);
-    return coiter_count_portable<I>(ac, na, bc, nb);
+    fast = kernels_for<I, V>(cfg, semiring, true, hold).emit;
   }
   inline int64_t emit(const I* ac, const V* av, int64_t na, const I* bc, const V* bv, int64_t nb, I* oc,
                       V* ov) const {
+    if (std::min(na, nb) < fast.first()) return ewise::merge_row_mult<S>(ac, av, 0, na, bc, bv, 0, nb, oc, ov, 0);
     if (trim) {
       if (disjoint(ac, na, bc, nb)) return 0;
-      if (std::min(na, nb) >= min_fast) trim_pair(ac, av, na, bc, bv, nb);
+      trim_pair(ac, av, na, bc, bv, nb);
     }
-    if (std::min(na, nb) >= min_fast) return fast(ac, av, na, bc, bv, nb, oc, ov);
-    return coiter_emit_portable<I, V, S>(ac, av, na, bc, bv, nb, oc, ov);
+    const int64_t m = std::min(na, nb);
+    if (m >= fast.first())
+      return reinterpret_cast<jit::CoiterEmitFn<I, V>>(fast.pick(m))(ac, av, na, bc, bv, nb, oc, ov);
+    return ewise::merge_row_mult<S>(ac, av, 0, na, bc, bv, 0, nb, oc, ov, 0);
   }
 };
 
@@ -143,45 +207,62 @@ int64_t checked_elements(int64_t rows, int64_t cols) {
   return rows * cols;
 }
 
+// Sweeps every column of B against row i of A, straight from B's arrays (a packed table of
+// non-empty columns was slower on short-segment matrices: more bytes per column than pos +
+// crd); store(j, run) runs the dot of the pair into where the caller wants it.
+template <class S, class I, class V, class Store>
+inline void sweep_row(const CsView<I, V>& A, const CsView<I, V>& B, const Dotter<S, I, V>& dot, int64_t i,
+                      Store&& store) {
+  const int64_t a0 = A.pos[i], na = A.pos[i + 1] - a0;
+  if (na == 0) return;
+  const I* ac = A.crd + a0;
+  const V* av = A.val + a0;
+  const I afirst = ac[0], alast = ac[na - 1];
+  // The range test reads two coordinates of B's column: it pays only when the merge it may
+  // skip is not a few steps (min(na, n) >= kRangeTest).
+  constexpr int64_t kRangeTest = 4;
+  const bool test = dot.trim && na >= kRangeTest;
+  for (int64_t j = 0; j < B.outer; ++j) {
+    const int64_t p = B.pos[j], n = B.pos[j + 1] - p;
+    if (n == 0 || (test && n >= kRangeTest && (B.crd[p + n - 1] < afirst || B.crd[p] > alast))) continue;
+    store(static_cast<I>(j), [&](V* out) { return dot(ac, av, na, B.crd + p, B.val + p, n, out); });
+  }
+}
+
+template <class S, class I, class V>
+void dense_into_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg, sj_semiring semiring, V* c) {
+  const auto A = cs_view<I, V>(At);
+  const auto B = cs_view<I, V>(Bt);  // CSC: outer = columns of B
+  const int64_t rows = A.outer, cols = B.outer;
+  const Dotter<S, I, V> dot(cfg, semiring);
+  std::fill_n(c, checked_elements(rows, cols), S::zero());
+  for (int64_t i = 0; i < rows; ++i) {
+    V* ci = c + i * cols;
+    sweep_row(A, B, dot, i, [&](I j, auto&& run) { run(ci + j); });
+  }
+}
+
 template <class S, class I, class V>
 Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg, sj_semiring semiring,
                     bool dense_output, const Allocator& alloc) {
   const auto A = cs_view<I, V>(At);
   const auto B = cs_view<I, V>(Bt);  // CSC: outer = columns of B
   const int64_t rows = A.outer, cols = B.outer;
-  const Dotter<S, I, V> dot(cfg, semiring);
-  // Sweep every column straight from B's arrays (a packed table of non-empty columns was
-  // slower on short-segment matrices: more bytes per column than pos + crd).
-  auto sweep_row = [&](int64_t i, auto&& store) {
-    const int64_t a0 = A.pos[i], na = A.pos[i + 1] - a0;
-    if (na == 0) return;
-    const I* ac = A.crd + a0;
-    const V* av = A.val + a0;
-    const I afirst = ac[0], alast = ac[na - 1];
-    for (int64_t j = 0; j < cols; ++j) {
-      const int64_t p = B.pos[j], n = B.pos[j + 1] - p;
-      if (n == 0 || (dot.trim && (B.crd[p + n - 1] < afirst || B.crd[p] > alast))) continue;
-      store(static_cast<I>(j), [&](V* out) { return dot(ac, av, na, B.crd + p, B.val + p, n, out); });
-    }
-  };
   const ValueType vt = value_of<V>() == ValueType::Bool ? At.value_type : value_of<V>();
   if (dense_output) {
     int64_t dims[2] = {rows, cols};
+    checked_elements(rows, cols);
     Tensor C = make_dense(alloc, 2, dims, vt);
-    V* c = C.values.as_mut<V>();
-    std::fill_n(c, checked_elements(rows, cols), S::zero());
-    for (int64_t i = 0; i < rows; ++i) {
-      V* ci = c + i * cols;
-      sweep_row(i, [&](I j, auto&& run) { run(ci + j); });
-    }
+    dense_into_typed<S, I, V>(At, Bt, cfg, semiring, C.values.as_mut<V>());
     return C;
   }
+  const Dotter<S, I, V> dot(cfg, semiring);
   CsResult<I, V> r;
   r.outer = rows;
   r.inner = cols;
   r.pos.assign(static_cast<size_t>(rows) + 1, 0);
   for (int64_t i = 0; i < rows; ++i) {
-    sweep_row(i, [&](I j, auto&& run) {
+    sweep_row(A, B, dot, i, [&](I j, auto&& run) {
       V v;
       if (run(&v) > 0) {
         r.crd.push_back(j);
@@ -193,93 +274,107 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg,
   return to_tensor(alloc, true, r, vt);
 }
 
+// Masked, SpMSpV and element-wise drivers split their rows among the call's threads
+// (src/work_partition.hpp: chunks of equal estimated work, taken dynamically); each row is
+// computed exactly as in the serial loop and sparse results are joined in row order
+// (kernels/sparse_assembly.hpp), so results do not depend on the thread count.
 template <class S, class I, class V>
 Tensor masked_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg,
-                    sj_semiring semiring, const Allocator& alloc) {
+                    sj_semiring semiring, const Allocator& alloc, Workers& w) {
   const auto A = cs_view<I, V>(At);
   const auto B = cs_view<I, V>(Bt);
   const int64_t rows = A.outer, cols = B.outer;
   const int64_t* mpos = Mt.levels[1].pos.as<int64_t>();
   const I* mcrd = Mt.levels[1].crd.as<I>();
   const Dotter<S, I, V> dot(cfg, semiring);
-  CsResult<I, V> r;
-  r.outer = rows;
-  r.inner = cols;
-  r.pos.assign(static_cast<size_t>(rows) + 1, 0);
-  for (int64_t i = 0; i < rows; ++i) {
-    const int64_t a0 = A.pos[i], na = A.pos[i + 1] - a0;
-    if (na > 0) {
-      for (int64_t pm = mpos[i]; pm < mpos[i + 1]; ++pm) {
-        const I j = mcrd[pm];
-        const int64_t b0 = B.pos[j];
-        V v;
-        if (dot(A.crd + a0, A.val + a0, na, B.crd + b0, B.val + b0, B.pos[j + 1] - b0, &v) > 0) {
-          r.crd.push_back(j);
-          r.val.push_back(v);
-        }
-      }
-    }
-    r.pos[i + 1] = static_cast<int64_t>(r.crd.size());
-  }
-  return to_tensor(alloc, true, r, At.value_type);
+  // Work of row i: its mask entries, each a dot over A's row and a column of B.
+  const Partition part = partition_rows(rows, w, "mask entries x A's row length", [&](int64_t i) {
+    return (mpos[i + 1] - mpos[i]) * (1 + A.pos[i + 1] - A.pos[i]);
+  });
+  return assemble_by_pieces<I, V>(w, part, rows, cols, mpos, 0, alloc, At.value_type, true,
+                                  [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
+                                    int64_t q = 0;
+                                    for (int64_t i = r0; i < r1; ++i) {
+                                      const int64_t a0 = A.pos[i], na = A.pos[i + 1] - a0;
+                                      if (na > 0)
+                                        for (int64_t pm = mpos[i]; pm < mpos[i + 1]; ++pm) {
+                                          const I j = mcrd[pm];
+                                          const int64_t b0 = B.pos[j];
+                                          if (dot(A.crd + a0, A.val + a0, na, B.crd + b0, B.val + b0,
+                                                  B.pos[j + 1] - b0, ov + q) > 0)
+                                            oc[q++] = j;
+                                        }
+                                      ends[i] = q;
+                                    }
+                                    return q;
+                                  });
 }
 
 template <class S, class I, class V>
 Tensor spmspv_typed(const Tensor& At, const Tensor& xt, const CoiterConfig& cfg, sj_semiring semiring,
-                    bool dense_output, const Allocator& alloc) {
+                    bool dense_output, const Allocator& alloc, Workers& w) {
   const auto A = cs_view<I, V>(At);
   const auto x = spvec_view<I, V>(xt);
   const Dotter<S, I, V> dot(cfg, semiring);
   const int64_t rows = A.outer;
+  const Partition part = partition_by_prefix(A.pos, rows, w, "nnz of A's rows");
+  auto row = [&](int64_t i, V* out) {
+    const int64_t a0 = A.pos[i];
+    return dot(A.crd + a0, A.val + a0, A.pos[i + 1] - a0, x.idx, x.val, x.nnz, out);
+  };
   if (dense_output) {
     int64_t dims[1] = {rows};
     Tensor y = make_dense(alloc, 1, dims, At.value_type);
     V* yv = y.values.as_mut<V>();
-    std::fill_n(yv, rows, S::zero());
-    for (int64_t i = 0; i < rows; ++i) {
-      const int64_t a0 = A.pos[i];
-      dot(A.crd + a0, A.val + a0, A.pos[i + 1] - a0, x.idx, x.val, x.nnz, yv + i);
-    }
+    w.run(part, [&](int64_t r0, int64_t r1) {
+      std::fill(yv + r0, yv + r1, S::zero());
+      for (int64_t i = r0; i < r1; ++i) row(i, yv + i);
+    });
     return y;
   }
-  SpVecResult<I, V> y;
-  y.n = rows;
-  for (int64_t i = 0; i < rows; ++i) {
-    const int64_t a0 = A.pos[i];
-    V v;
-    if (dot(A.crd + a0, A.val + a0, A.pos[i + 1] - a0, x.idx, x.val, x.nnz, &v) > 0) {
-      y.idx.push_back(static_cast<I>(i));
-      y.val.push_back(v);
-    }
-  }
-  return to_tensor(alloc, y, At.value_type);
+  auto idx = std::make_unique_for_overwrite<I[]>(static_cast<size_t>(rows));
+  auto val = std::make_unique_for_overwrite<V[]>(static_cast<size_t>(rows));
+  return assemble_vector_pieces<I, V>(w, part, rows, alloc, At.value_type, idx.get(), val.get(),
+                                      [&](int64_t r0, int64_t r1, I* oi, V* ov) {
+                                        int64_t q = 0;
+                                        for (int64_t i = r0; i < r1; ++i)
+                                          if (row(i, ov + q) > 0) oi[q++] = static_cast<I>(i);
+                                        return q;
+                                      });
 }
 
+// One pass: each chunk's output is sized by the bound sum(min(na, nb)) and each segment pair
+// emitted at the running end (shrunk to the exact size when less than half was used). A CSC
+// pair is computed as the CSR pair of the transposes and relabelled.
 template <class S, class I, class V>
 Tensor ewise_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg, sj_semiring semiring,
-                   const Allocator& alloc) {
+                   const Allocator& alloc, Workers& w) {
   const auto A = cs_view<I, V>(At);
   const auto B = cs_view<I, V>(Bt);
   const Emitter<S, I, V> em(cfg, semiring);
   const int64_t outer = A.outer;
-  std::vector<int64_t> pos(static_cast<size_t>(outer) + 1, 0);
+  std::vector<int64_t> work(static_cast<size_t>(outer) + 1), bound(static_cast<size_t>(outer) + 1);
+  work[0] = bound[0] = 0;
   for (int64_t s = 0; s < outer; ++s) {
-    const int64_t a0 = A.pos[s], b0 = B.pos[s];
-    pos[s + 1] = pos[s] + em.count(A.crd + a0, A.pos[s + 1] - a0, B.crd + b0, B.pos[s + 1] - b0);
+    const int64_t la = A.pos[s + 1] - A.pos[s], lb = B.pos[s + 1] - B.pos[s];
+    work[s + 1] = work[s] + 1 + la + lb;
+    bound[s + 1] = bound[s] + std::min(la, lb);
   }
-  const bool csr = is_csr(At);
-  Tensor C = make_compressed_matrix(alloc, csr, At.dims[0], At.dims[1], pos[outer], index_of<I>(), At.value_type);
-  int64_t* cpos = C.levels[1].pos.as_mut<int64_t>();
-  I* crd = C.levels[1].crd.as_mut<I>();
-  V* val = C.values.as_mut<V>();
-  std::copy(pos.begin(), pos.end(), cpos);
-  for (int64_t s = 0; s < outer; ++s) {
-    if (pos[s + 1] == pos[s]) continue;
-    const int64_t a0 = A.pos[s], b0 = B.pos[s];
-    const int64_t n = em.emit(A.crd + a0, A.val + a0, A.pos[s + 1] - a0, B.crd + b0, B.val + b0,
-                              B.pos[s + 1] - b0, crd + pos[s], val + pos[s]);
-    if (n != pos[s + 1] - pos[s])
-      fail(SJ_ERR_INTERNAL, "ewise_mult: segment ", s, " emitted ", n, " entries but counted ", pos[s + 1] - pos[s]);
+  const Partition part = partition_by_prefix(work.data(), outer, w, "nnz of A's and B's rows");
+  Tensor C = assemble_by_pieces<I, V>(w, part, outer, A.inner, bound.data(), 0, alloc, At.value_type, true,
+                                      [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
+                                        int64_t q = 0;
+                                        for (int64_t s = r0; s < r1; ++s) {
+                                          const int64_t a0 = A.pos[s], b0 = B.pos[s];
+                                          q += em.emit(A.crd + a0, A.val + a0, A.pos[s + 1] - a0, B.crd + b0,
+                                                       B.val + b0, B.pos[s + 1] - b0, oc + q, ov + q);
+                                          ends[s] = q;
+                                        }
+                                        return q;
+                                      });
+  if (!is_csr(At)) {  // the CSR arrays of (A .* B)^T are the CSC arrays of A .* B
+    std::swap(C.dims[0], C.dims[1]);
+    std::swap(C.mode_order[0], C.mode_order[1]);
   }
   return C;
 }
@@ -329,6 +424,22 @@ jit::CoiterSpec choose_coiter_spec(const sj_op_options& o, IndexType it, ValueTy
   return s;
 }
 
+CoiterConfig coiter_config(const sj_op_options& o, IndexType it, ValueType vt, double mean_a, double mean_b) {
+  CoiterConfig cfg;
+  cfg.spec = choose_coiter_spec(o, it, vt, mean_a, mean_b);
+  cfg.tiered = o.vector_width == 0 && o.phases[0] == '\0' && o.method == SJ_METHOD_AUTO;
+  return cfg;
+}
+
+CoiterConfig resolve_coiter(const CoiterConfig& cfg, IndexType it, ValueType vt, sj_semiring semiring,
+                            bool with_emit, double* codegen_us, bool* generated) {
+  CoiterConfig out = cfg;
+  out.kernels = build_kernels(cfg, it, vt, semiring, with_emit);
+  if (codegen_us) *codegen_us = out.kernels->codegen_us;
+  if (generated) *generated = out.kernels->generated;
+  return out;
+}
+
 jit::CoiterSpec warm_coiter_kernel(const CoiterConfig& cfg, jit::CoiterAction action, double* codegen_us,
                                    bool* generated) {
   jit::CoiterSpec s = cfg.spec;
@@ -354,8 +465,22 @@ Tensor coiter_spgemm(const Tensor& A, const Tensor& Bcsc, sj_semiring semiring, 
   });
 }
 
+void coiter_spgemm_dense_into(const Tensor& A, const Tensor& Bcsc, sj_semiring semiring, const CoiterConfig& cfg,
+                              void* out) {
+  if (!is_csr(A) || !is_csc(Bcsc)) fail(SJ_ERR_FORMAT, "inner-product spgemm: needs A CSR and B CSC");
+  check_types(A, Bcsc, "inner-product spgemm");
+  if (A.dims[1] != Bcsc.dims[0])
+    fail(SJ_ERR_SHAPE_MISMATCH, "spgemm: A is ", A.dims[0], "x", A.dims[1], " but B is ", Bcsc.dims[0], "x",
+         Bcsc.dims[1]);
+  with_kernel_types(A.index_type, A.value_type, semiring, [&](auto s, auto i, auto v) {
+    using V = decltype(v);
+    dense_into_typed<decltype(s), decltype(i), V>(A, Bcsc, cfg, semiring, static_cast<V*>(out));
+    return Tensor();
+  });
+}
+
 Tensor coiter_masked_spgemm(const Tensor& M, const Tensor& A, const Tensor& Bcsc, sj_semiring semiring,
-                            const CoiterConfig& cfg, const Allocator& alloc) {
+                            const CoiterConfig& cfg, const Allocator& alloc, Workers* workers) {
   if (!is_csr(M) || !is_csr(A) || !is_csc(Bcsc))
     fail(SJ_ERR_FORMAT, "inner-product masked spgemm: needs M, A CSR and B CSC");
   check_types(A, Bcsc, "inner-product masked spgemm");
@@ -364,23 +489,27 @@ Tensor coiter_masked_spgemm(const Tensor& M, const Tensor& A, const Tensor& Bcsc
     fail(SJ_ERR_SHAPE_MISMATCH, "masked spgemm: M is ", M.dims[0], "x", M.dims[1], ", A is ", A.dims[0], "x",
          A.dims[1], ", B is ", Bcsc.dims[0], "x", Bcsc.dims[1]);
   return with_kernel_types(A.index_type, A.value_type, semiring, [&](auto s, auto i, auto v) {
-    return masked_typed<decltype(s), decltype(i), decltype(v)>(M, A, Bcsc, cfg, semiring, alloc);
+    Workers serial = Workers::serial();
+    return masked_typed<decltype(s), decltype(i), decltype(v)>(M, A, Bcsc, cfg, semiring, alloc,
+                                                               workers ? *workers : serial);
   });
 }
 
 Tensor coiter_spmspv(const Tensor& A, const Tensor& x, sj_semiring semiring, const CoiterConfig& cfg,
-                     bool dense_output, const Allocator& alloc) {
+                     bool dense_output, const Allocator& alloc, Workers* workers) {
   if (!is_csr(A) || !is_sparse_vector(x)) fail(SJ_ERR_FORMAT, "row-wise spmspv: needs A CSR and x sparse");
   check_types(A, x, "row-wise spmspv");
   if (A.dims[1] != x.dims[0])
     fail(SJ_ERR_SHAPE_MISMATCH, "spmspv: A is ", A.dims[0], "x", A.dims[1], " but x has length ", x.dims[0]);
   return with_kernel_types(A.index_type, A.value_type, semiring, [&](auto s, auto i, auto v) {
-    return spmspv_typed<decltype(s), decltype(i), decltype(v)>(A, x, cfg, semiring, dense_output, alloc);
+    Workers serial = Workers::serial();
+    return spmspv_typed<decltype(s), decltype(i), decltype(v)>(A, x, cfg, semiring, dense_output, alloc,
+                                                               workers ? *workers : serial);
   });
 }
 
 Tensor coiter_ewise_mult(const Tensor& A, const Tensor& B, sj_semiring semiring, const CoiterConfig& cfg,
-                         const Allocator& alloc) {
+                         const Allocator& alloc, Workers* workers) {
   const bool same = (is_csr(A) && is_csr(B)) || (is_csc(A) && is_csc(B));
   if (!same) fail(SJ_ERR_FORMAT, "ewise_mult: needs two CSR or two CSC operands");
   check_types(A, B, "ewise_mult");
@@ -388,7 +517,8 @@ Tensor coiter_ewise_mult(const Tensor& A, const Tensor& B, sj_semiring semiring,
     fail(SJ_ERR_SHAPE_MISMATCH, "ewise_mult: operands are ", A.dims[0], "x", A.dims[1], " and ", B.dims[0], "x",
          B.dims[1]);
   return with_kernel_types(A.index_type, A.value_type, semiring, [&](auto s, auto i, auto v) {
-    return ewise_typed<decltype(s), decltype(i), decltype(v)>(A, B, cfg, semiring, alloc);
+    Workers serial = Workers::serial();
+    return ewise_typed<decltype(s), decltype(i), decltype(v)>(A, B, cfg, semiring, alloc, workers ? *workers : serial);
   });
 }
 
@@ -425,6 +555,17 @@ template int64_t coiter_batched_dot<int64_t, double>(const CsView<int64_t, doubl
 
 std::string describe(const CoiterConfig& cfg) {
   if (!cfg.use_jit) return "scalar merge (no JIT)";
+  if (cfg.tiered) {
+    std::string out = "per pair: scalar";
+    for (auto& [spec, min] : tier_specs(cfg, cfg.spec.index)) {
+      jit::CoiterSpec s = jit::effective_spec(spec);
+      out += cat(", min(na,nb) >= ", min, ": n", int(s.width), " p", jit::phase_mask_string(s.phases), " ",
+                 jit::to_string(s.method));
+    }
+    out += cat(" (isa=", jit::isa_name(jit::effective_spec(cfg.spec).isa), ")");
+    if (cfg.trim) out += ", disjoint pairs skipped, segments trimmed to the overlap";
+    return out;
+  }
   jit::CoiterSpec s = jit::effective_spec(cfg.spec);
   std::string out = cat("n", int(s.width), " p", jit::phase_mask_string(s.phases), " ", jit::to_string(s.method),
                         " isa=", jit::isa_name(s.isa), ", fast lane at min(na,nb) >= ",

@@ -14,7 +14,11 @@
 //   3. sends the trimmed pair to the generated SIMD kernel only when min(na, nb) >= the fast
 //      threshold (2n by default: below n the fast lane never runs, and with one block it does
 //      not pay for the indirect call; measured on 0.1% density and on ca-GrQc, where a
-//      threshold of n lost 10-15% to the scalar loop), else to the inlined branchy scalar merge.
+//      threshold of n lost 10-15% to the scalar loop), else to the inlined branchy scalar merge;
+//      with the automatic rule the kernel is chosen per pair from its length (TIERS below), so
+//      matrices whose row lengths spread widely send each pair to the kernel that pays for it.
+// Kernels are looked up once per plan (resolve_coiter), so a call on a tiny input costs no
+// kernel-cache lookup, and coiter_spgemm_dense_into writes into caller memory.
 // Bool values (or-and over uint8_t) have no generated kernel and always take the scalar one.
 //
 // SPEC RULE (choose_coiter_spec; every field a caller forces through sj_op_options wins):
@@ -32,13 +36,20 @@
 //   rarely runs).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "jit/coiter_jit.hpp"
 #include "src/allocator.hpp"
 #include "src/tensor.hpp"
 
+namespace sj {
+struct Workers;
+}
+
 namespace sj::kernels {
+
+struct CoiterKernels;
 
 // What a driver runs: the spec of its SIMD kernels (the action is set per driver) and
 // whether to use them at all.
@@ -47,7 +58,34 @@ struct CoiterConfig {
   bool use_jit = true;      // false: the scalar merge everywhere (the baseline)
   bool trim = true;         // skip disjoint pairs and trim to the overlap (step 1-2 above)
   int64_t min_fast = -1;    // fast-lane threshold on min(na, nb); -1: twice the effective width
+  // Per-pair tiers (the automatic rule, when the caller forced no width/phases/method): each
+  // pair goes to the widest kernel its trimmed length min(na, nb) can fill, see TIERS below.
+  bool tiered = false;
+  // Kernels looked up once (resolve_coiter); without them a driver looks them up in the
+  // kernel cache at the start of each call. Ignored when they were resolved for other types.
+  std::shared_ptr<const CoiterKernels> kernels;
 };
+
+// TIERS (auto rule, per pair; thresholds on min(na, nb), from bench_coiter and
+// bench_inner_spgemm on this machine: with a threshold of 8 the n4 kernel lost 10-25% to the
+// inlined merge on bcsstk06 and hangGlider_2, rows of ~10-20; at 24 it no longer did):
+//   min < 24                        inlined scalar merge (no call, no range test, no trim)
+//   24 <= min < 48 (or no VP2INTERSECT)  n4, phases 001, broadcast
+//   48 <= min < 96 (VP2INTERSECT)   n8, phases 111, native
+//   min >= 96      (VP2INTERSECT)   n16 (i64: n8), phases 111, native
+// All kernels add their products in coordinate order, so mixing them per pair changes no bit.
+
+// The config for an operation's options: the spec rule below, tiered when the caller forced
+// none of width, phases and method.
+CoiterConfig coiter_config(const sj_op_options& options, IndexType it, ValueType vt, double mean_a, double mean_b);
+
+// Looks the kernels of `cfg` up once for these types and semiring (all three actions, every
+// tier) and returns cfg with them attached, so that a driver call costs no cache lookup.
+// `with_emit`: the emit kernels (element-wise), else the dot ones. `codegen_us`
+// receives the fresh code-generation time (0 when all were memoised), `generated` whether any
+// kernel is generated code (false: the scalar merge everywhere). Used by prepare().
+CoiterConfig resolve_coiter(const CoiterConfig& cfg, IndexType it, ValueType vt, sj_semiring semiring,
+                            bool with_emit = false, double* codegen_us = nullptr, bool* generated = nullptr);
 
 // The spec rule above. `mean_a`, `mean_b`: mean segment lengths (nnz / segments) of the two
 // operands whose segments are intersected. Throws SJ_ERR_INVALID_ARGUMENT for a malformed
@@ -68,20 +106,28 @@ jit::CoiterSpec warm_coiter_kernel(const CoiterConfig& cfg, jit::CoiterAction ac
 Tensor coiter_spgemm(const Tensor& A, const Tensor& Bcsc, sj_semiring semiring, const CoiterConfig& cfg,
                      bool dense_output, const Allocator& alloc);
 
+// The dense product written into caller memory: `out` holds rows x cols values of A's value
+// type, row-major; every element is written (zero() where no product formed). No allocation.
+void coiter_spgemm_dense_into(const Tensor& A, const Tensor& Bcsc, sj_semiring semiring, const CoiterConfig& cfg,
+                              void* out);
+
 // C<M> = A * B: a dot only at M's stored (i,j) (M CSR, its values ignored; same index type).
+// `workers` (here and below): the call's threads (src/work_partition.hpp); null: serial.
 Tensor coiter_masked_spgemm(const Tensor& M, const Tensor& A, const Tensor& Bcsc, sj_semiring semiring,
-                            const CoiterConfig& cfg, const Allocator& alloc);
+                            const CoiterConfig& cfg, const Allocator& alloc, Workers* workers = nullptr);
 
 // y = A * x, A CSR, x a sparse vector: each row of A dotted with x. Dense y (zero() where no
 // product) when `dense_output`, else a sparse vector with y(i) stored iff a product formed.
 Tensor coiter_spmspv(const Tensor& A, const Tensor& x, sj_semiring semiring, const CoiterConfig& cfg,
-                     bool dense_output, const Allocator& alloc);
+                     bool dense_output, const Allocator& alloc, Workers* workers = nullptr);
 
 // C = A .* B, A and B compressed with the same orientation and shape (CSR with CSR or CSC
-// with CSC); the result has A's orientation. A count pass sizes the arrays exactly, then
-// each segment pair is emitted straight into its place.
+// with CSC); the result has A's orientation. One pass: arrays sized by sum(min(na, nb)), each
+// pair emitted at the running end (the emit kernel's vpcompress stores), shrunk when the bound
+// was more than twice the result. Short pairs use the merge schedule's scalar merge (galloping
+// on skew).
 Tensor coiter_ewise_mult(const Tensor& A, const Tensor& B, sj_semiring semiring, const CoiterConfig& cfg,
-                         const Allocator& alloc);
+                         const Allocator& alloc, Workers* workers = nullptr);
 
 // Batched dot over views: for each q in [0, npairs), out[q] = the dot of segment ra[q] of
 // `left` with segment rb[q] of `right` (zero() where nothing matched); returns the number of

@@ -10,7 +10,7 @@
 //           + Cdense*rA*cB                    [dense output: filling the result]
 //
 //   Ccrd = 0.25 ns per coordinate stepped over when the chosen kernel's fast lane runs
-//   (min(lA, lB) >= 2n, generated code), else 1.0 (the scalar merge); Cpair = 2 ns (call,
+//   (min(lA, lB) >= 2n, or >= 24 with the automatic per-pair tiers; generated code), else 1.0 (the scalar merge); Cpair = 2 ns (call,
 //   overlap test, trimming). Gustavson (kernels/spgemm_schedules.cpp) costs ~1.6-4 ns per
 //   multiply (F = flops). For a uniform n x n matrix of density d, F = n^3 d^2 while the dot
 //   sweep steps over 2 n^3 d coordinates, so `inner` wins only when d is large (d > ~0.3)
@@ -38,9 +38,7 @@ constexpr double kDenseFill = 0.15;
 
 
 kernels::CoiterConfig config_for(const OpRequest& req, IndexType it, ValueType vt, double mean_a, double mean_b) {
-  kernels::CoiterConfig cfg;
-  cfg.spec = kernels::choose_coiter_spec(req.options, it, vt, mean_a, mean_b);
-  return cfg;
+  return kernels::coiter_config(req.options, it, vt, mean_a, mean_b);
 }
 
 double mean_col(const MatrixStats& b) {
@@ -60,7 +58,7 @@ class InnerSpgemm final : public ScheduleImpl {
     const kernels::CoiterConfig cfg = config_for(in.req, in.prepared.index_type, in.prepared.value_type, lA, lB);
     const jit::CoiterSpec eff = jit::effective_spec(cfg.spec);
     const bool simd = in.prepared.value_type != ValueType::Bool && eff.isa != SJ_ISA_SCALAR &&
-                      std::min(lA, lB) >= 2.0 * eff.width;
+                      std::min(lA, lB) >= (cfg.tiered ? 24.0 : 2.0 * eff.width);
     const double pairs = static_cast<double>(a.rows) * static_cast<double>(b.cols);
     double t = kC0 + (csc_given(in.req) ? 0 : kFlip * static_cast<double>(b.nnz + b.cols)) +
                pairs * (kPair + (simd ? kCrdSimd : kCrdScalar) * (lA + lB));
@@ -71,11 +69,11 @@ class InnerSpgemm final : public ScheduleImpl {
   std::shared_ptr<const void> prepare(const PlanInputs& in, std::string* source, double* build_ms) const override {
     const MatrixStats& a = in.stats[0];
     const MatrixStats& b = in.stats[1];
-    auto cfg = std::make_shared<kernels::CoiterConfig>(
-        config_for(in.req, in.prepared.index_type, in.prepared.value_type, a.row_mean, mean_col(b)));
     double us = 0;
     bool generated = false;
-    kernels::warm_coiter_kernel(*cfg, jit::CoiterAction::Dot, &us, &generated);
+    auto cfg = std::make_shared<kernels::CoiterConfig>(kernels::resolve_coiter(
+        config_for(in.req, in.prepared.index_type, in.prepared.value_type, a.row_mean, mean_col(b)),
+        in.prepared.index_type, in.prepared.value_type, in.req.options.semiring, false, &us, &generated));
     *source = !generated ? "built-in" : us > 0 ? "compiled" : "memory";
     *build_ms = us / 1000.0;
     return cfg;

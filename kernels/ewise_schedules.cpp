@@ -4,9 +4,12 @@
 // + 2000). From PlanInputs::stats of the prepared operands (A, and B or B^T in CSR): r rows,
 // nA = nnz(A), nB = nnz(B), LB = mean row length of B (= of B^T: same nnz, square).
 //   inner      (no transpose)  = K + Cr*r + Cmg*(nA + nB)            two-finger merge
-//   transpose  (transpose_b)   = K + Cr*r + Cmg*(nA + nB)            merge with the prepared B^T
-//                                (the planner's prepare() has already built B^T and keeps it
-//                                on the handle, so the conversion is not this schedule's cost)
+//   transpose  (transpose_b)   = K + Cr*r + Cmg*(nA + nB) + conv     merge with B^T
+//                                conv = Ct*(nB + rows + cols) when B^T must be built (it is
+//                                not built before a schedule needs it: src/operation.hpp),
+//                                1/20 of that once B's handle has served such a call before
+//                                (the B^T is kept on the handle and pays back over later
+//                                calls), 0 when kept already or B is given as CSC.
 //   search     (mult, transpose_b), per input the cheaper of
 //       binary   = K + Cr*r + nA*(Cs0 + Cs1*lg(LB))
 //       gallop   = K + Cr*r + Cf*r + nA*(Cs0 + Cs2*lg(LB/max(1, LA)))   per-row fingers of B
@@ -15,11 +18,15 @@
 // Constants (ns): set from per-entry timings on this machine and checked against the forced
 // f_transpose / f_search columns of bench/bench_compare_spmspv_ewise (the merge over a cached
 // B^T wins on every matrix measured, as the model says).
+#include <atomic>
 #include <cmath>
+#include <mutex>
 
+#include "kernels/coiter_drivers.hpp"
 #include "kernels/ewise_kernels.hpp"
 #include "kernels/schedule.hpp"
 #include "src/convert.hpp"
+#include "src/derived_forms.hpp"
 #include "src/dispatch.hpp"
 #include "src/error.hpp"
 #include "src/semiring.hpp"
@@ -39,8 +46,43 @@ double merge_cost(const PlanInputs& in) {
   return K + Cr * a.rows + Cmg * (static_cast<double>(a.nnz) + b.nnz);
 }
 
-// inner (no transposition) and transpose (B^T, prepared and cached on the handle) run the
-// same merge over the prepared operands.
+// Element-wise calls with B^T served on a handle (a use counter kept with its derived forms):
+// a repeated operand amortises the B^T the transpose schedule builds and keeps.
+struct UseCounter {
+  mutable std::atomic<int64_t> n{0};
+  UseCounter() = default;
+  UseCounter(UseCounter&&) noexcept {}  // made fresh by DerivedForms::fact
+};
+int64_t transposed_uses(const Tensor& t, bool bump) {
+  if (!t.derived) return 0;
+  auto c = t.derived->fact<UseCounter>("ewise-transposed-uses", [] { return UseCounter{}; });
+  return bump ? c->n.fetch_add(1, std::memory_order_relaxed) : c->n.load(std::memory_order_relaxed);
+}
+
+// The deferred B^T (src/operation.hpp): Ct per entry and per row/column when it must be
+// built, 1/20 of that once B's handle has been used before (kept and reused), 0 when kept.
+constexpr double Ct = 2.5;
+double transpose_cost(const PlanInputs& in, std::string* note) {
+  if (!in.prepared.b_transpose_deferred) return 0;
+  const Tensor& b = in.req.operands[1];
+  const std::string key = cat("csr-of-transpose/", to_string(in.prepared.index_type));
+  if (b.derived) {
+    std::lock_guard lock(b.derived->mutex);
+    for (auto& [k, v] : b.derived->forms)
+      if (k == key) {
+        *note += "; B^T kept on B's handle";
+        return 0;
+      }
+  }
+  const MatrixStats& bt = in.stats[1];
+  const double full = Ct * (static_cast<double>(bt.nnz) + bt.rows + bt.cols);
+  const bool reused = transposed_uses(b, false) > 0;
+  *note += reused ? "; builds B^T and keeps it (repeated operand: amortised)" : "; builds B^T";
+  return reused ? full / 20 : full;
+}
+
+// inner (no transposition) and transpose (B^T, made on first use and kept on B's handle) run
+// the same merge.
 class Merge final : public ScheduleImpl {
  public:
   Merge(sj_op op, sj_schedule s) : op_(op), s_(s) {}
@@ -50,23 +92,57 @@ class Merge final : public ScheduleImpl {
     const bool tb = in.req.options.transpose_b != 0;
     if (s_ == SJ_SCHEDULE_INNER && tb) return Costing::no("B is transposed: use transpose or search");
     if (s_ == SJ_SCHEDULE_TRANSPOSE && !tb) return Costing::no("no transposed operand");
-    return Costing::yes(merge_cost(in), s_ == SJ_SCHEDULE_INNER
-                                            ? "row-wise two-finger merge"
-                                            : "merge with B^T (counting-sort transpose kept on B's handle)");
+    std::string how = s_ == SJ_SCHEDULE_INNER ? "row-wise merge"
+                                              : "merge with B^T (counting-sort transpose kept on B's handle)";
+    const double conv = tb ? transpose_cost(in, &how) : 0;
+    if (op_ == SJ_OP_EWISE_MULT) how += cat("; coiteration emit: ", kernels::describe(config_for(in)));
+    return Costing::yes(merge_cost(in) + conv, how);
+  }
+  // Multiply: the coiteration emit/count kernels (kernels/coiter_drivers.hpp), looked up once.
+  std::shared_ptr<const void> prepare(const PlanInputs& in, std::string* source, double* build_ms) const override {
+    *source = "built-in";
+    *build_ms = 0;
+    if (op_ != SJ_OP_EWISE_MULT) return nullptr;
+    double us = 0;
+    bool generated = false;
+    auto cfg = std::make_shared<kernels::CoiterConfig>(kernels::resolve_coiter(
+        config_for(in), in.prepared.index_type, in.prepared.value_type, in.req.options.semiring, true, &us, &generated));
+    *source = !generated ? "built-in" : us > 0 ? "compiled" : "memory";
+    *build_ms = us / 1000.0;
+    return cfg;
   }
   Tensor run(const ExecInputs& in) const override {
+    if (op_ == SJ_OP_EWISE_MULT) {
+      if (in.req.options.transpose_b) transposed_uses(in.req.operands[1], true);
+      const PreparedOperands p = with_transposed_b(in.req, in.prepared, in.ctx.allocator);
+      const auto& ops = p.operands;
+      kernels::CoiterConfig cfg;
+      if (in.state) {
+        cfg = *static_cast<const kernels::CoiterConfig*>(in.state);
+      } else {
+        const double ra = ops[0].dims[0] ? double(ops[0].nnz()) / double(ops[0].dims[0]) : 0;
+        const double rb = ops[1].dims[0] ? double(ops[1].nnz()) / double(ops[1].dims[0]) : 0;
+        cfg = kernels::coiter_config(in.req.options, in.prepared.index_type, in.prepared.value_type, ra, rb);
+      }
+      return kernels::coiter_ewise_mult(ops[0], ops[1], in.req.options.semiring, cfg, in.ctx.allocator,
+                                        &workers_of(in));
+    }
     return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       using I = decltype(i);
       using V = decltype(v);
       auto A = cs_view<I, V>(in.prepared.operands[0]);
       auto B = cs_view<I, V>(in.prepared.operands[1]);
-      if (op_ == SJ_OP_EWISE_MULT) return ewise::merge_mult<S>(in.ctx.allocator, A, B, in.prepared.value_type, workers_of(in));
       return ewise::merge_add<S>(in.ctx.allocator, A, B, in.prepared.value_type, workers_of(in));
     });
   }
 
  private:
+  static kernels::CoiterConfig config_for(const PlanInputs& in) {
+    const double rb = in.stats[1].rows > 0 ? static_cast<double>(in.stats[1].nnz) / in.stats[1].rows : 0;
+    return kernels::coiter_config(in.req.options, in.prepared.index_type, in.prepared.value_type, in.stats[0].row_mean,
+                                  rb);
+  }
   sj_op op_;
   sj_schedule s_;
 };
@@ -101,8 +177,11 @@ class SearchT final : public ScheduleImpl {
   }
   Tensor run(const ExecInputs& in) const override {
     const bool gallop = in.state ? *static_cast<const bool*>(in.state) : false;
+    transposed_uses(in.req.operands[1], true);
     // The original B in CSR (zero-copy when given as CSR; else converted and kept on B's handle).
-    Tensor b = as_csr(in.req.operands[1], false, in.prepared.index_type, in.ctx.allocator);
+    Tensor b = in.prepared.b_transpose_deferred
+                   ? in.prepared.operands[1]
+                   : as_csr(in.req.operands[1], false, in.prepared.index_type, in.ctx.allocator);
     return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       using I = decltype(i);

@@ -64,8 +64,9 @@ Tensor run_typed(const OpRequest& req, const PreparedOperands& p, const Allocato
 }  // namespace
 
 Tensor run_reference(const OpRequest& req, const PreparedOperands& p, const Allocator& alloc) {
-  return with_kernel_types(p.index_type, p.value_type, req.options.semiring, [&](auto s, auto i, auto v) {
-    return run_typed<decltype(s), decltype(i), decltype(v)>(req, p, alloc);
+  const PreparedOperands q = with_transposed_b(req, p, alloc);
+  return with_kernel_types(q.index_type, q.value_type, req.options.semiring, [&](auto s, auto i, auto v) {
+    return run_typed<decltype(s), decltype(i), decltype(v)>(req, q, alloc);
   });
 }
 

@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/coiter_drivers.hpp"
 #include "kernels/schedule.hpp"
 #include "kernels/spgemm_gustavson.hpp"
 #include "src/convert.hpp"
@@ -130,15 +131,41 @@ class MaskedDot final : public ScheduleImpl {
     const bool once = csc_given(in.req) || in.prepared.operands[2].derived != nullptr;
     const double flip = once ? 0 : kFlip * static_cast<double>(b.nnz + b.cols);
     const double t = kC0Masked + flip + static_cast<double>(m.nnz) * (kDot0 + kMerge * (a.row_mean + col_mean));
-    return Costing::yes(t, "dot product per mask entry (A row against B column)");
+    return Costing::yes(t, cat("dot product per mask entry (A row against B column): ",
+                               kernels::describe(config_for(in.req, in.prepared, a, b))));
+  }
+  // The coiteration kernels (kernels/coiter_drivers.hpp), looked up once per plan.
+  std::shared_ptr<const void> prepare(const PlanInputs& in, std::string* source, double* build_ms) const override {
+    double us = 0;
+    bool generated = false;
+    auto cfg = std::make_shared<kernels::CoiterConfig>(
+        kernels::resolve_coiter(config_for(in.req, in.prepared, in.stats[1], in.stats[2]), in.prepared.index_type,
+                                in.prepared.value_type, in.req.options.semiring, false, &us, &generated));
+    *source = !generated ? "built-in" : us > 0 ? "compiled" : "memory";
+    *build_ms = us / 1000.0;
+    return cfg;
   }
   Tensor run(const ExecInputs& in) const override {
     const auto& ops = in.prepared.operands;
     const Tensor bcsc = csc_of_b(in);
-    return masked_spgemm_dot(ops[0], ops[1], bcsc, in.req.options.semiring, in.ctx.allocator, workers_of(in));
+    kernels::CoiterConfig cfg;
+    if (in.state) {
+      cfg = *static_cast<const kernels::CoiterConfig*>(in.state);
+    } else {
+      const double ra = ops[1].dims[0] ? double(ops[1].nnz()) / double(ops[1].dims[0]) : 0;
+      const double cb = ops[2].dims[1] ? double(ops[2].nnz()) / double(ops[2].dims[1]) : 0;
+      cfg = kernels::coiter_config(in.req.options, in.prepared.index_type, in.prepared.value_type, ra, cb);
+    }
+    return kernels::coiter_masked_spgemm(ops[0], ops[1], bcsc, in.req.options.semiring, cfg, in.ctx.allocator,
+                                         &workers_of(in));
   }
 
  private:
+  static kernels::CoiterConfig config_for(const OpRequest& req, const PreparedOperands& p, const MatrixStats& a,
+                                          const MatrixStats& b) {
+    const double col_mean = b.cols > 0 ? static_cast<double>(b.nnz) / static_cast<double>(b.cols) : 0;
+    return kernels::coiter_config(req.options, p.index_type, p.value_type, a.row_mean, col_mean);
+  }
   // The caller's B is already CSC of the computing index type (no transpose requested).
   static bool csc_given(const OpRequest& req) {
     const Tensor& b = req.operands[2];

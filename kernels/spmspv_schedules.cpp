@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cmath>
 
+#include "kernels/coiter_drivers.hpp"
 #include "kernels/schedule.hpp"
 #include "kernels/spmspv_kernels.hpp"
 #include "src/convert.hpp"
@@ -240,14 +241,37 @@ class Inner final : public SpmspvSchedule {
   Costing cost(const PlanInputs& in) const override {
     const Features f = features(in);
     double c = K + Cr * f.m + Cm2 * (f.nnz + f.m * f.nx / 2);
-    return Costing::yes(c, "row-wise two-finger merge with x (scalar)");
+    return Costing::yes(c, cat("row-wise coiteration of each row with x: ", kernels::describe(config_for(in))));
+  }
+  // The coiteration kernels (kernels/coiter_drivers.hpp), looked up once per plan.
+  std::shared_ptr<const void> prepare(const PlanInputs& in, std::string* source, double* build_ms) const override {
+    double us = 0;
+    bool generated = false;
+    auto cfg = std::make_shared<kernels::CoiterConfig>(kernels::resolve_coiter(
+        config_for(in), in.prepared.index_type, in.prepared.value_type, in.req.options.semiring, false, &us, &generated));
+    *source = !generated ? "built-in" : us > 0 ? "compiled" : "memory";
+    *build_ms = us / 1000.0;
+    return cfg;
   }
   Tensor run(const ExecInputs& in) const override {
     uses_of(in.req.operands[0], true);
-    return dispatch_kernel(in, [&](auto s, auto i, auto v) {
-      using S = decltype(s);
-      return run_rowwise<decltype(i), decltype(v)>(in, [](auto& A, auto& x, auto& sink) { spmspv::inner<S>(A, x, sink); });
-    });
+    const auto& ops = in.prepared.operands;
+    kernels::CoiterConfig cfg;
+    if (in.state) {
+      cfg = *static_cast<const kernels::CoiterConfig*>(in.state);
+    } else {
+      const double ra = ops[0].dims[0] ? double(ops[0].nnz()) / double(ops[0].dims[0]) : 0;
+      cfg = kernels::coiter_config(in.req.options, in.prepared.index_type, in.prepared.value_type, ra,
+                                   double(ops[1].nnz()));
+    }
+    return kernels::coiter_spmspv(ops[0], ops[1], in.req.options.semiring, cfg, in.req.options.dense_output != 0,
+                                  in.ctx.allocator, &workers_of(in));
+  }
+
+ private:
+  static kernels::CoiterConfig config_for(const PlanInputs& in) {
+    return kernels::coiter_config(in.req.options, in.prepared.index_type, in.prepared.value_type,
+                                  in.stats[0].row_mean, static_cast<double>(in.stats[1].nnz));
   }
 };
 

@@ -7,7 +7,7 @@
 #   scripts/bench-coiter.sh [build-dir]        (default /tmp/build-coiter; -j2)
 # Environment: REPS (repetitions, default 3), FILTER (a --benchmark_filter regex),
 # OUT (where the JSON, tables and plot data go; default <build-dir>/bench-coiter),
-# SKIP_RUN=1 (reuse OUT/bench.json: tables, callgrind and plot only).
+# SKIP_RUN=1 (reuse OUT/bench.json: tables, callgrind and plot only), SKIP_CALLGRIND=1.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-/tmp/build-coiter}"
@@ -24,8 +24,9 @@ bin="$build/bench/bench_inner_spgemm"
        > "$out/bench.txt" 2> "$out/bench.err" || { cat "$out/bench.err"; exit 1; }
 
 # Instruction counts (valgrind cannot run AVX-512: the x86-64-v3 build, SPARSEJIT_ISA=avx2).
-: > "$out/callgrind.txt"
-if command -v valgrind >/dev/null; then
+# SKIP_CALLGRIND=1 keeps OUT/callgrind.txt from an earlier run (the counts take minutes).
+[ -n "${SKIP_CALLGRIND:-}" ] || : > "$out/callgrind.txt"
+if [ -z "${SKIP_CALLGRIND:-}" ] && command -v valgrind >/dev/null; then
   for setup in spgemm-5% real-bcsstk06; do
     for v in scalar mlir driver jit-auto jit/n4/p001/broadcast jit/n8/p111/rotate; do
       f="$out/cg.$(echo "$setup-$v" | tr '/%' '__').out"

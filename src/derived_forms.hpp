@@ -16,6 +16,7 @@ struct DerivedForms {
   std::mutex mutex;
   std::vector<std::pair<std::string, Tensor>> forms;
   std::vector<std::pair<std::string, std::shared_ptr<const void>>> facts;  // e.g. statistics
+  std::shared_ptr<void> plan_memo;  // plans of drop-in calls on this operand (src/plan_memo.hpp)
 
   // A fact about the tensor (statistics, counts), computed once by `make` -> T.
   template <class T, class Make> std::shared_ptr<const T> fact(const std::string& key, Make&& make) {

@@ -18,9 +18,38 @@ MatrixStats matrix_stats(const Tensor& t, bool with_bandwidth) {
   if (s.rows == 0) return s;
   const int64_t* pos = t.levels[1].pos.as<int64_t>();
   std::vector<int64_t> len(s.rows);
+  for (int64_t i = 0; i < s.rows; ++i) len[i] = pos[i + 1] - pos[i];
+  length_stats(s, len);
+  if (with_bandwidth) {
+    s.bandwidth = 0;
+    for (int64_t i = 0; i < s.rows; ++i)
+      for (int64_t p = pos[i]; p < pos[i + 1]; ++p)
+        s.bandwidth = std::max(s.bandwidth, std::abs(crd_at(t.levels[1], t.index_type, p) - i));
+  }
+  return s;
+}
+
+MatrixStats transpose_stats(const Tensor& t) {
+  if (!is_csr(t)) fail(SJ_ERR_INTERNAL, "transpose_stats needs CSR, got ", t.describe());
+  MatrixStats s;
+  s.rows = t.dims[1];
+  s.cols = t.dims[0];
+  s.nnz = t.nnz();
+  if (s.rows > 0 && s.cols > 0) s.density = static_cast<double>(s.nnz) / s.rows / s.cols;
+  if (s.rows == 0) return s;
+  std::vector<int64_t> len(s.rows, 0);
+  const Level& lv = t.levels[1];
+  if (t.index_type == IndexType::I32)
+    for (int64_t p = 0; p < s.nnz; ++p) ++len[lv.crd.as<int32_t>()[p]];
+  else
+    for (int64_t p = 0; p < s.nnz; ++p) ++len[lv.crd.as<int64_t>()[p]];
+  length_stats(s, len);
+  return s;
+}
+
+void length_stats(MatrixStats& s, std::vector<int64_t>& len) {
   double sum = 0, sq = 0;
   for (int64_t i = 0; i < s.rows; ++i) {
-    len[i] = pos[i + 1] - pos[i];
     sum += len[i];
     sq += static_cast<double>(len[i]) * len[i];
     s.empty_rows += len[i] == 0;
@@ -38,13 +67,6 @@ MatrixStats matrix_stats(const Tensor& t, bool with_bandwidth) {
   auto [mn, mx] = std::minmax_element(len.begin(), len.end());
   s.row_min = *mn;
   s.row_max = *mx;
-  if (with_bandwidth) {
-    s.bandwidth = 0;
-    for (int64_t i = 0; i < s.rows; ++i)
-      for (int64_t p = pos[i]; p < pos[i + 1]; ++p)
-        s.bandwidth = std::max(s.bandwidth, std::abs(crd_at(t.levels[1], t.index_type, p) - i));
-  }
-  return s;
 }
 
 int64_t spgemm_flops(const Tensor& a, const Tensor& b) {

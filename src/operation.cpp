@@ -22,6 +22,7 @@ sj_op_options default_options() {
   o.transpose_b = 0;
   o.output_index_type = -1;
   o.method = SJ_METHOD_AUTO;
+  o.calibrate = 0;
   return o;
 }
 
@@ -202,7 +203,9 @@ PreparedOperands prepare(const OpRequest& r, const Allocator& alloc) {
     case SJ_OP_EWISE_MULT:
     case SJ_OP_EWISE_ADD:
       p.operands.push_back(as_csr(r.operands[0], o.transpose_a, it, alloc));
-      p.operands.push_back(as_csr(r.operands[1], o.transpose_b, it, alloc));
+      p.b_transpose_deferred = r.op == SJ_OP_EWISE_MULT && o.transpose_b &&
+                               !(is_csc(r.operands[1]) && r.operands[1].index_type == it);
+      p.operands.push_back(as_csr(r.operands[1], o.transpose_b && !p.b_transpose_deferred, it, alloc));
       break;
     case SJ_OP_SPGEMM_MASKED:
       p.operands.push_back(as_csr(r.operands[0], false, it, alloc));
@@ -222,6 +225,15 @@ PreparedOperands prepare(const OpRequest& r, const Allocator& alloc) {
       break;
   }
   return p;
+}
+
+PreparedOperands with_transposed_b(const OpRequest& r, const PreparedOperands& p, const Allocator& alloc) {
+  PreparedOperands q = p;
+  if (q.b_transpose_deferred) {
+    q.operands[1] = as_csr(r.operands[1], true, q.index_type, alloc);
+    q.b_transpose_deferred = false;
+  }
+  return q;
 }
 
 }  // namespace sj

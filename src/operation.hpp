@@ -34,8 +34,16 @@ struct PreparedOperands {
   std::vector<Tensor> operands;  // same order as the request
   IndexType index_type = IndexType::I32;
   ValueType value_type = ValueType::F64;
+  // Element-wise multiply with transpose_b: B^T is not built here (the search schedule never
+  // needs it); operands[1] is B itself in CSR and the schedule that merges with B^T makes it
+  // (kept on B's handle). False when B^T costs nothing (B given as CSC).
+  bool b_transpose_deferred = false;
 };
 PreparedOperands prepare(const OpRequest& req, const Allocator& alloc);
+
+// The prepared operands with a deferred B^T made (kept on B's handle): for schedules that
+// merge with B^T. A copy of `p` when nothing was deferred.
+PreparedOperands with_transposed_b(const OpRequest& req, const PreparedOperands& p, const Allocator& alloc);
 
 // The CSR form of `t`, or of its transpose (zero-copy when t is CSC and types agree).
 Tensor as_csr(const Tensor& t, bool transposed, IndexType it, const Allocator& alloc);

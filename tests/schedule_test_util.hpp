@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "capi/handles.hpp"
 #include "sparsejit/sparsejit.h"
@@ -78,6 +79,50 @@ template <class I, class V> sj_tensor* vec_handle(sj_context* c, const sj::SpVec
             SJ_OK)
       << msg();
   return h;
+}
+
+// Coiteration options a test forces on the schedules that run the generated kernels: the
+// automatic rule (per-pair tiers), then every width x phase mask x method with the best ISA,
+// the AVX2 kernels (widths 4 and 8, broadcast and rotate), and the portable kernel. A width
+// the index type lacks (16 with i64) or a method the CPU lacks is narrowed by the generator.
+struct CoiterForce {
+  int width = 0;
+  char phases[4] = "";
+  sj_coiter_method method = SJ_METHOD_AUTO;
+  sj_isa isa = SJ_ISA_AUTO;
+  void apply(sj_op_options& o) const {
+    o.vector_width = width;
+    std::memcpy(o.phases, phases, sizeof o.phases);
+    o.method = method;
+    o.isa = isa;
+  }
+  std::string name() const {
+    return "n" + std::to_string(width) + "/p" + phases + "/method " + std::to_string(method) + "/isa " +
+           std::to_string(isa);
+  }
+};
+inline std::vector<CoiterForce> coiter_forces() {
+  std::vector<CoiterForce> out;
+  out.push_back({});
+  auto add = [&](int w, int ph, sj_coiter_method m, sj_isa isa) {
+    CoiterForce f;
+    f.width = w;
+    for (int b = 0; b < 3; ++b) f.phases[b] = (ph >> (2 - b)) & 1 ? '1' : '0';
+    f.phases[3] = '\0';
+    f.method = m;
+    f.isa = isa;
+    out.push_back(f);
+  };
+  for (int w : {4, 8, 16})
+    for (int ph = 0; ph < 8; ++ph)
+      for (sj_coiter_method m : {SJ_METHOD_BROADCAST, SJ_METHOD_ROTATE, SJ_METHOD_NATIVE}) add(w, ph, m, SJ_ISA_AUTO);
+  for (int w : {4, 8})
+    for (int ph = 0; ph < 8; ++ph)
+      for (sj_coiter_method m : {SJ_METHOD_BROADCAST, SJ_METHOD_ROTATE}) add(w, ph, m, SJ_ISA_AVX2);
+  CoiterForce scalar;
+  scalar.isa = SJ_ISA_SCALAR;
+  out.push_back(scalar);
+  return out;
 }
 
 }  // namespace sj::test

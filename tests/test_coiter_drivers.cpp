@@ -120,7 +120,18 @@ std::vector<std::pair<std::string, CoiterConfig>> configs(bool all) {
   v.push_back({"n4 001 broadcast", make(4, "001", SJ_METHOD_BROADCAST)});
   v.push_back({"n16 111 native fast-lane-always", make(16, "111", SJ_METHOD_NATIVE, SJ_ISA_AUTO, 0)});
   v.push_back({"avx2 n8 011 rotate", make(8, "011", SJ_METHOD_ROTATE, SJ_ISA_AVX2)});
+  // The automatic rule's per-pair tiers, looked up per call and resolved once (for i32/f64
+  // plus-times: other types and semirings must ignore these kernels and look their own up).
+  sj_op_options o;
+  sj_op_options_init(&o);
+  const CoiterConfig tiered = sj::kernels::coiter_config(o, sj::IndexType::I32, sj::ValueType::F64, 50, 50);
+  v.push_back({"tiered", tiered});
+  v.push_back({"tiered resolved i32 f64 plus-times",
+               sj::kernels::resolve_coiter(tiered, sj::IndexType::I32, sj::ValueType::F64, SJ_SEMIRING_PLUS_TIMES)});
   if (all) {
+    CoiterConfig always = tiered;
+    always.min_fast = 0;
+    v.push_back({"tiered fast-lane-always", always});
     v.push_back({"n8 111 rotate untrimmed fast-lane-always", make(8, "111", SJ_METHOD_ROTATE, SJ_ISA_AUTO, 0, false)});
     v.push_back({"n16 010 broadcast", make(16, "010", SJ_METHOD_BROADCAST)});
     v.push_back({"n8 101 native", make(8, "101", SJ_METHOD_NATIVE)});
@@ -152,6 +163,11 @@ void check_all(const sj::CsResult<I, V>& ra, const sj::CsResult<I, V>& rb, const
     EXPECT_TRUE(identical(dense_tensor(2, ra.outer, rb.inner, vt_of<V>(), dense.data()),
                           sj::kernels::coiter_spgemm(A, Bcsc, s, cfg, true, alloc)))
         << what << " spgemm dense";
+    // Into caller memory: every element written (the buffer starts as garbage).
+    std::vector<V> into(dense.size(), V(7));
+    sj::kernels::coiter_spgemm_dense_into(A, Bcsc, s, cfg, into.data());
+    EXPECT_TRUE(dense.empty() || std::memcmp(dense.data(), into.data(), sizeof(V) * dense.size()) == 0)
+        << what << " spgemm dense into";
     EXPECT_TRUE(identical(tensor(sj::ref::masked_spgemm<S>(mv, av, bv)),
                           sj::kernels::coiter_masked_spgemm(M, A, Bcsc, s, cfg, alloc)))
         << what << " masked";
@@ -184,11 +200,12 @@ template <class I, class V> void random_rounds(uint64_t seed, int rounds, bool a
     auto E = sj::test::random_matrix<I, V>(rng, m, k);
     if (round % 3 == 0) E = A;  // identical segments
     auto x = sj::test::random_sparse_vector<I, V>(rng, k, rng.uniform01());
-    for (auto& [name, cfg] : cfgs) {
+    for (size_t c = 0; c < cfgs.size(); ++c) {
+      const auto& [name, cfg] = cfgs[c];
       const std::string what = "round " + std::to_string(round) + " " + name;
       static constexpr sj_semiring kSemirings[] = {SJ_SEMIRING_PLUS_TIMES, SJ_SEMIRING_MIN_PLUS,
                                                    SJ_SEMIRING_MAX_TIMES, SJ_SEMIRING_OR_AND, SJ_SEMIRING_PLUS_PAIR};
-      const sj_semiring sr = kSemirings[(round + (&cfg - &cfgs[0].second)) % 5];
+      const sj_semiring sr = kSemirings[(round + c) % 5];
       sj::with_semiring<V>(sr, [&](auto s) { check_all<decltype(s)>(A, B, M, E, x, cfg, what); });
     }
   }

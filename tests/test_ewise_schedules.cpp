@@ -86,6 +86,51 @@ TEST(EwiseSchedules, EveryScheduleMatchesReferenceOnRandomInputs) {
   }
 }
 
+// The element-wise multiply merges (inner, transpose) run the coiteration emit kernels:
+// bit-identical to the reference for every forced coiteration config, on rows whose lengths
+// spread from 0 to ~250 (every width's fast lane and every per-pair tier runs), with B given
+// and with B^T, and on banded operands (disjoint and trimmed pairs).
+template <class I, class V> void mult_every_config(sj_semiring s, uint64_t seed) {
+  Ctx ctx;
+  Rng rng(seed);
+  const auto vals = std::is_same_v<V, float> ? sj::test::Values::SmallInt : sj::test::Values::Real;
+  H A, B, BT, D;
+  A.t = csr_handle(ctx.c, sj::test::random_power_law<I, V>(rng, 40, 400, 80.0, 1.3, {0.1, 0, vals}));
+  B.t = csr_handle(ctx.c, sj::test::random_power_law<I, V>(rng, 40, 400, 80.0, 1.3, {0.1, 0, vals}));
+  BT.t = csr_handle(ctx.c, sj::test::random_uniform<I, V>(rng, 400, 40, 0.5, {0.1, 0, vals}));
+  D.t = csr_handle(ctx.c, sj::test::random_banded<I, V>(rng, 40, 400, 0, 300, 0.7, {0, 0, vals}));
+  struct Case {
+    const sj_tensor* a;
+    const sj_tensor* b;
+    bool tb;
+    sj_schedule sc;
+  };
+  for (const Case& c : {Case{A.t, B.t, false, SJ_SCHEDULE_INNER}, Case{A.t, BT.t, true, SJ_SCHEDULE_TRANSPOSE},
+                        Case{A.t, D.t, false, SJ_SCHEDULE_INNER}, Case{D.t, B.t, false, SJ_SCHEDULE_INNER}}) {
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.semiring = s;
+    o.transpose_b = c.tb;
+    o.schedule = SJ_SCHEDULE_REFERENCE;
+    H ref;
+    ASSERT_EQ(sj_ewise_mult(ctx.c, c.a, c.b, &o, &ref.t), SJ_OK) << msg();
+    o.schedule = c.sc;
+    for (const auto& f : coiter_forces()) {
+      f.apply(o);
+      H got;
+      ASSERT_EQ(sj_ewise_mult(ctx.c, c.a, c.b, &o, &got.t), SJ_OK) << f.name() << ": " << msg();
+      EXPECT_TRUE(same_bits(ref.t->t, got.t->t)) << f.name() << " schedule " << c.sc;
+    }
+  }
+}
+
+TEST(EwiseSchedules, MultEveryCoiterConfig) {
+  mult_every_config<int32_t, double>(SJ_SEMIRING_PLUS_TIMES, 21);
+  mult_every_config<int32_t, float>(SJ_SEMIRING_MIN_PLUS, 22);
+  mult_every_config<int64_t, double>(SJ_SEMIRING_MAX_TIMES, 23);
+  mult_every_config<int64_t, float>(SJ_SEMIRING_PLUS_TIMES, 24);
+}
+
 TEST(EwiseSchedules, TransposedOperandIsKeptOnTheHandle) {
   Ctx ctx;
   Rng rng(8);
@@ -113,6 +158,46 @@ TEST(EwiseSchedules, TransposedOperandIsKeptOnTheHandle) {
   EXPECT_TRUE(same_bits(r1.t->t, r2.t->t));
   EXPECT_TRUE(same_bits(r1.t->t, r3.t->t));
   EXPECT_TRUE(same_bits(r1.t->t, r4.t->t));
+}
+
+// B^T is made only by a schedule that merges with it: a search (or the planner costing the
+// candidates) leaves B's handle without it; the transpose schedule makes it once and keeps it.
+TEST(EwiseSchedules, TransposeIsDeferredUntilAScheduleNeedsIt) {
+  Ctx ctx;
+  Rng rng(9);
+  H A, B;
+  A.t = csr_handle(ctx.c, sj::test::random_uniform<int32_t, double>(rng, 150, 150, 0.05));
+  B.t = csr_handle(ctx.c, sj::test::random_uniform<int32_t, double>(rng, 150, 150, 0.05));
+  auto has_transpose = [&] {
+    std::lock_guard lock(B.t->t.derived->mutex);
+    for (auto& [k, t] : B.t->t.derived->forms)
+      if (k.rfind("csr-of-transpose/", 0) == 0) return true;
+    return false;
+  };
+  sj_op_options o;
+  sj_op_options_init(&o);
+  o.transpose_b = 1;
+  H ref, r1, r2;
+  o.schedule = SJ_SCHEDULE_REFERENCE;
+  ASSERT_EQ(sj_ewise_mult(ctx.c, A.t, B.t, &o, &ref.t), SJ_OK) << msg();
+  EXPECT_TRUE(has_transpose());  // the reference merges with B^T
+  H B2;
+  B2.t = csr_handle(ctx.c, sj::test::random_uniform<int32_t, double>(rng, 150, 150, 0.05));
+  o.schedule = SJ_SCHEDULE_SEARCH;
+  ASSERT_EQ(sj_ewise_mult(ctx.c, A.t, B2.t, &o, &r1.t), SJ_OK) << msg();
+  {
+    std::lock_guard lock(B2.t->t.derived->mutex);
+    for (auto& [k, t] : B2.t->t.derived->forms) EXPECT_NE(k.rfind("csr-of-transpose/", 0), 0u) << k;
+  }
+  o.schedule = SJ_SCHEDULE_TRANSPOSE;
+  ASSERT_EQ(sj_ewise_mult(ctx.c, A.t, B2.t, &o, &r2.t), SJ_OK) << msg();
+  EXPECT_TRUE(same_bits(r1.t->t, r2.t->t));
+  bool kept = false;
+  {
+    std::lock_guard lock(B2.t->t.derived->mutex);
+    for (auto& [k, t] : B2.t->t.derived->forms) kept |= k.rfind("csr-of-transpose/", 0) == 0;
+  }
+  EXPECT_TRUE(kept);
 }
 
 TEST(EwiseSchedules, EveryRealMatrix) {

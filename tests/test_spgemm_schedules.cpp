@@ -13,6 +13,7 @@
 #include "src/plan.hpp"
 #include "src/tensor_file.hpp"
 #include "tests/random_matrices.hpp"
+#include "tests/schedule_test_util.hpp"
 #include "tests/test_util.hpp"
 
 namespace {
@@ -180,6 +181,36 @@ TEST(SpgemmSchedules, LongRowsBandedAndWide) {
   check_spgemm(P, P, options(SJ_SEMIRING_MIN_PLUS, true), "power-law dense");
   check_masked(P, P, P, options(), "power-law masked by itself");
   check_masked(Bd, Bd, Bd, options(SJ_SEMIRING_MAX_TIMES), "banded masked");
+}
+
+// Masked `inner` runs the coiteration kernels (kernels/coiter_drivers.hpp): bit-identical to
+// the reference for every forced coiteration config (tests/schedule_test_util.hpp) and every
+// value/index type, on rows and columns whose lengths spread from 0 to ~200 (each width's
+// fast lane and each per-pair tier runs) and on a banded pair (disjoint and trimmed pairs).
+template <class I, class V> void masked_inner_every_config(Rng& rng, sj_semiring s) {
+  const auto vals = std::is_same_v<V, float> ? Values::SmallInt : Values::Real;
+  Tensor A = tensor(sj::test::random_power_law<I, V>(rng, 24, 320, 60.0, 1.3, {0.1, 0, vals}));
+  Tensor Bt = tensor(sj::test::random_power_law<I, V>(rng, 28, 320, 60.0, 1.3, {0.1, 0, vals}));
+  Tensor B = sj::transpose(Bt, sj::default_allocator());
+  Tensor M = tensor(sj::test::random_uniform<I, V>(rng, 24, 28, 0.6, {0, 0, vals}));
+  Tensor Band = tensor(sj::test::random_banded<I, V>(rng, 60, 60, 12, 12, 0.9, {0, 0, vals}));
+  sj_op_options o = options(s);
+  const Tensor want = run_plan(SJ_OP_SPGEMM_MASKED, {M, A, B}, o, SJ_SCHEDULE_REFERENCE);
+  const Tensor want_band = run_plan(SJ_OP_SPGEMM_MASKED, {Band, Band, Band}, o, SJ_SCHEDULE_REFERENCE);
+  for (const auto& f : sj::test::coiter_forces()) {
+    f.apply(o);
+    EXPECT_TRUE(identical(want, run_plan(SJ_OP_SPGEMM_MASKED, {M, A, B}, o, SJ_SCHEDULE_INNER))) << f.name();
+    EXPECT_TRUE(identical(want_band, run_plan(SJ_OP_SPGEMM_MASKED, {Band, Band, Band}, o, SJ_SCHEDULE_INNER)))
+        << "banded " << f.name();
+  }
+}
+
+TEST(SpgemmSchedules, MaskedInnerEveryCoiterConfig) {
+  Rng rng(707);
+  masked_inner_every_config<int32_t, double>(rng, SJ_SEMIRING_PLUS_TIMES);
+  masked_inner_every_config<int32_t, float>(rng, SJ_SEMIRING_MIN_PLUS);
+  masked_inner_every_config<int64_t, double>(rng, SJ_SEMIRING_MAX_TIMES);
+  masked_inner_every_config<int64_t, float>(rng, SJ_SEMIRING_PLUS_PAIR);
 }
 
 // Through the public C API, with caller formats (CSC operands, transposes) and the output

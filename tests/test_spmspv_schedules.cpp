@@ -89,6 +89,43 @@ TEST(SpmspvSchedules, EveryScheduleMatchesReferenceOnRandomInputs) {
   }
 }
 
+// SpMSpV `inner` runs the coiteration kernels: bit-identical to the reference for every
+// forced coiteration config, sparse and dense y, on rows whose lengths spread from 0 to ~250
+// against a long x (every width's fast lane and every per-pair tier runs) and a short x.
+template <class I, class V> void inner_every_config(sj_semiring s, uint64_t seed) {
+  Ctx ctx;
+  Rng rng(seed);
+  const auto vals = std::is_same_v<V, float> ? sj::test::Values::SmallInt : sj::test::Values::Real;
+  H A, xl, xs;
+  A.t = csr_handle(ctx.c, sj::test::random_power_law<I, V>(rng, 40, 500, 60.0, 1.3, {0.1, 0, vals}));
+  xl.t = vec_handle(ctx.c, sj::test::random_sparse_vector<I, V>(rng, 500, 0.6, vals));
+  xs.t = vec_handle(ctx.c, sj::test::random_sparse_vector<I, V>(rng, 500, 0.03, vals));
+  for (const sj_tensor* x : {xl.t, xs.t})
+    for (int dense = 0; dense < 2; ++dense) {
+      sj_op_options o;
+      sj_op_options_init(&o);
+      o.semiring = s;
+      o.dense_output = dense;
+      o.schedule = SJ_SCHEDULE_REFERENCE;
+      H ref;
+      ASSERT_EQ(sj_spmspv(ctx.c, A.t, x, &o, &ref.t), SJ_OK) << msg();
+      o.schedule = SJ_SCHEDULE_INNER;
+      for (const auto& f : coiter_forces()) {
+        f.apply(o);
+        H got;
+        ASSERT_EQ(sj_spmspv(ctx.c, A.t, x, &o, &got.t), SJ_OK) << f.name() << ": " << msg();
+        EXPECT_TRUE(same_bits(ref.t->t, got.t->t)) << f.name() << " dense " << dense;
+      }
+    }
+}
+
+TEST(SpmspvSchedules, InnerEveryCoiterConfig) {
+  inner_every_config<int32_t, double>(SJ_SEMIRING_PLUS_TIMES, 11);
+  inner_every_config<int32_t, float>(SJ_SEMIRING_MAX_TIMES, 12);
+  inner_every_config<int64_t, double>(SJ_SEMIRING_MIN_PLUS, 13);
+  inner_every_config<int64_t, float>(SJ_SEMIRING_PLUS_PAIR, 14);
+}
+
 TEST(SpmspvSchedules, MixedIndexTypesAndOutputIndexType) {
   Ctx ctx;
   Rng rng(5);

@@ -45,6 +45,8 @@ const char* kUsage = R"(usage:
     --isa NAME             auto | avx512 | avx2 | scalar
     --vector-width N       coiteration SIMD width (4, 8, 16)
     --phases MASK          coiteration phase mask, e.g. 001
+    --calibrate            time the best 2-3 candidate schedules on a sample of rows, keep the
+                           fastest and remember it for this statistics bucket (cache folder)
     --method NAME          coiteration block compare: auto | broadcast | rotate | native
     --explain              print the plan's explanation (readable text)
     --explain-json         print the plan's explanation as JSON (what sj_plan_explain returns)
@@ -78,7 +80,7 @@ double now_ms() {
 
 struct RunArgs {
   std::string op, a_path, b_path, x_path, mask_path, output;
-  bool transpose_b = false, dense_out = false, explain = false, explain_json = false, csv = false;
+  bool transpose_b = false, dense_out = false, explain = false, explain_json = false, csv = false, calibrate = false;
   double x_density = 0.01;
   uint64_t seed = 1;
   int repeat = 10, threads = 0, vector_width = 0;
@@ -106,6 +108,7 @@ RunArgs parse_run(int argc, char** argv) {
     if (f == "--transpose-b") a.transpose_b = true;
     else if (f == "--dense-out") a.dense_out = true;
     else if (f == "--explain") a.explain = true;
+    else if (f == "--calibrate") a.calibrate = true;
     else if (f == "--explain-json") a.explain_json = true;
     else if (f == "--csv") a.csv = true;
     else if (f == "--x") a.x_path = value();
@@ -229,6 +232,7 @@ int run(int argc, char** argv) {
   o.threads = a.threads;
   o.dense_output = a.dense_out;
   o.transpose_b = a.transpose_b || a.op == "ewise-mult-t";
+  o.calibrate = a.calibrate;
 
   sj_config cfg;
   sj_config_init(&cfg);

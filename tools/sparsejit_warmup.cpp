@@ -143,6 +143,7 @@ bool make_operands(sj_context* ctx, sj_op op, sj_tensor* A, Operands& out, std::
   sj_tensor_info info;
   sj_tensor_get_info(A, &info);
   sj_op_options_init(&out.options);
+  out.options.calibrate = 1;  // measure the best candidates and keep the decision in the folder
   bool square = info.order == 2 && info.dims[0] == info.dims[1];
   if (info.order != 2) return *why = "not a matrix", false;
   auto vector_operand = [&](bool sparse) -> sj_tensor* {

@@ -331,6 +331,10 @@ typedef struct sj_op_options {
   int transpose_b;        /* use B^T (SpGEMM, element-wise) */
   int output_index_type;  /* -1 = like the inputs; else an sj_index_type */
   sj_coiter_method method; /* coiteration block compare; default auto */
+  int calibrate;          /* nonzero (with schedule auto): time the 2-3 cheapest candidate
+                             schedules on a sample of rows and keep the fastest; the decision
+                             is remembered per statistics bucket (in memory and in the cache
+                             folder) and used by later plans of that bucket. Default 0. */
 } sj_op_options;
 
 /* Errors: SJ_ERR_NULL_POINTER. */
