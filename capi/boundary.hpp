@@ -3,6 +3,7 @@
 // No exception ever crosses into C.
 #pragma once
 #include <new>
+#include <stdexcept>
 #include <string>
 
 #include "src/error.hpp"
@@ -21,6 +22,11 @@ template <class F> sj_status guarded(F&& body) noexcept {
     return e.status();
   } catch (const std::bad_alloc&) {
     set_last_error("out of memory");
+    return SJ_ERR_OUT_OF_MEMORY;
+  } catch (const std::length_error& e) {
+    // A container asked for more elements than any memory holds (a size derived from huge
+    // dimensions): the same condition as a failed allocation, reported before allocating.
+    set_last_error((std::string("out of memory: a size derived from the operands is too large (") + e.what() + ")").c_str());
     return SJ_ERR_OUT_OF_MEMORY;
   } catch (const std::exception& e) {
     set_last_error((std::string("internal error: ") + e.what()).c_str());

@@ -102,7 +102,10 @@ CoiterJit& CoiterJit::global() {
   return *jit;
 }
 
-void CoiterJit::force_codegen_failure_for_testing(bool on) { g_force_failure.store(on); }
+void CoiterJit::force_codegen_failure_for_testing(bool on) {
+  if (on) g_failure_logged.store(false);  // each forced episode gives its one warning (tests count it)
+  g_force_failure.store(on);
+}
 
 // Generates (or falls back to the portable kernel) without consulting any cache.
 CoiterKernel CoiterJit::build_uncached(const CoiterSpec& spec) {

@@ -5,6 +5,8 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libasmjit-dev llvm-16-dev libspdlog-dev libabsl-dev libgtest-dev libbenchmark-dev
+  # fuzzing (tests/fuzz, scripts/ci-fuzz.sh): clang 14 and its libFuzzer/sanitizer runtime
+  clang-14 libclang-rt-14-dev
   # comparison only (bench/, tests' independent checks): never linked into the library
   libgraphblas-dev libeigen3-dev libsuitesparse-dev python3-scipy
 )

@@ -4,9 +4,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "src/allocator.hpp"
+#include "src/error.hpp"
 
 namespace sj {
 
@@ -26,6 +28,16 @@ class Buffer {
     b.data_ = b.owner_.get();
     b.bytes_ = bytes;
     return b;
+  }
+  // An owned array of count + extra elements of `elem` bytes. Counts come from tensor
+  // dimensions and positions, so the size is checked here: one no memory could hold fails with
+  // SJ_ERR_OUT_OF_MEMORY instead of wrapping around to a small allocation.
+  static Buffer allocate_array(const Allocator& alloc, int64_t count, size_t elem, int64_t extra = 0) {
+    constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max() / 4;
+    if (count < 0 || count > kMaxBytes - extra || count + extra > kMaxBytes / static_cast<int64_t>(elem))
+      fail(SJ_ERR_OUT_OF_MEMORY, "an array of ", count, extra ? " + 1" : "", " entries of ", elem,
+           " bytes does not fit in memory");
+    return allocate(alloc, static_cast<size_t>(count + extra) * elem);
   }
   // An owned copy of `bytes` from `src`.
   static Buffer copy_of(const Allocator& alloc, const void* src, size_t bytes) {

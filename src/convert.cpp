@@ -230,7 +230,7 @@ Tensor from_coo(const CooTensor& coo, const FormatSpec& spec, IndexType it, Valu
         parents *= dim;
         break;
       case LevelKind::Compressed: {
-        lv.pos = Buffer::allocate(alloc, sizeof(int64_t) * (parents + 1));
+        lv.pos = Buffer::allocate_array(alloc, parents, sizeof(int64_t), 1);
         int64_t* pos = lv.pos.as_mut<int64_t>();
         std::fill(pos, pos + parents + 1, 0);
         // A new position whenever the parent or (for unique levels) the coordinate changes.
@@ -244,7 +244,7 @@ Tensor from_coo(const CooTensor& coo, const FormatSpec& spec, IndexType it, Valu
           cur[k] = count - 1;
         }
         for (int64_t p = 0; p < parents; ++p) pos[p + 1] += pos[p];
-        lv.crd = Buffer::allocate(alloc, index_size(it) * count);
+        lv.crd = Buffer::allocate_array(alloc, count, index_size(it));
         for (int64_t k = 0; k < m_entries; ++k) store_crd(lv.crd, it, cur[k], crd_of(k));
         parents = count;
         break;
@@ -253,7 +253,7 @@ Tensor from_coo(const CooTensor& coo, const FormatSpec& spec, IndexType it, Valu
         for (int64_t k = 1; k < m_entries; ++k)
           if (ppos[k] == ppos[k - 1])
             fail(SJ_ERR_FORMAT, "a singleton level ", l, " cannot hold two entries under one parent");
-        lv.crd = Buffer::allocate(alloc, index_size(it) * parents);
+        lv.crd = Buffer::allocate_array(alloc, parents, index_size(it));
         for (int64_t k = 0; k < m_entries; ++k) {
           cur[k] = ppos[k];
           store_crd(lv.crd, it, cur[k], crd_of(k));
@@ -264,7 +264,7 @@ Tensor from_coo(const CooTensor& coo, const FormatSpec& spec, IndexType it, Valu
     std::swap(ppos, cur);
   }
   const int64_t leaves = order == 0 ? 1 : parents;
-  t.values = Buffer::allocate(alloc, value_size(vt) * leaves);
+  t.values = Buffer::allocate_array(alloc, leaves, value_size(vt));
   std::memset(t.values.mutable_data(), 0, value_size(vt) * leaves);
   for (int64_t k = 0; k < m_entries; ++k) store_value(t.values, vt, ppos[k], vals[k]);
   return t;
@@ -338,7 +338,7 @@ Tensor with_value_type(const Tensor& t, ValueType vt, const Allocator& alloc) {
   out.derived = nullptr;
   const int64_t n = t.order == 0 ? 1 : t.nnz();
   out.value_type = vt;
-  out.values = Buffer::allocate(alloc, value_size(vt) * n);
+  out.values = Buffer::allocate_array(alloc, n, value_size(vt));
   for (int64_t p = 0; p < n; ++p) store_value(out.values, vt, p, value_at(t, p));
   return out;
 }

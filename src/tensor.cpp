@@ -108,9 +108,9 @@ Tensor make_compressed_matrix(const Allocator& alloc, bool csr, int64_t rows, in
   t.levels[0].kind = LevelKind::Dense;
   t.levels[1].kind = LevelKind::Compressed;
   int64_t outer = csr ? rows : cols;
-  t.levels[1].pos = Buffer::allocate(alloc, sizeof(int64_t) * (outer + 1));
-  t.levels[1].crd = Buffer::allocate(alloc, index_size(it) * nnz);
-  t.values = Buffer::allocate(alloc, value_size(vt) * nnz);
+  t.levels[1].pos = Buffer::allocate_array(alloc, outer, sizeof(int64_t), 1);
+  t.levels[1].crd = Buffer::allocate_array(alloc, nnz, index_size(it));
+  t.values = Buffer::allocate_array(alloc, nnz, value_size(vt));
   return t;
 }
 
@@ -125,8 +125,8 @@ Tensor make_sparse_vector(const Allocator& alloc, int64_t n, int64_t nnz, IndexT
   t.levels[0].pos = Buffer::allocate(alloc, sizeof(int64_t) * 2);
   t.levels[0].pos.as_mut<int64_t>()[0] = 0;
   t.levels[0].pos.as_mut<int64_t>()[1] = nnz;
-  t.levels[0].crd = Buffer::allocate(alloc, index_size(it) * nnz);
-  t.values = Buffer::allocate(alloc, value_size(vt) * nnz);
+  t.levels[0].crd = Buffer::allocate_array(alloc, nnz, index_size(it));
+  t.values = Buffer::allocate_array(alloc, nnz, value_size(vt));
   return t;
 }
 

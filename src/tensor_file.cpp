@@ -38,10 +38,17 @@ FormatSpec default_spec(int order) {
 
 Tensor read_tensor_file(const std::string& path, const Allocator& alloc) {
   const std::string ext = lower_extension(path);
+  if (ext != ".mtx" && ext != ".tns")
+    fail(SJ_ERR_INVALID_ARGUMENT, path, ": unknown file type '", ext, "' (expected .mtx or .tns)");
+  return parse_tensor_text(textio::read_file(path), path, alloc);
+}
+
+Tensor parse_tensor_text(std::string_view text, const std::string& name, const Allocator& alloc) {
+  const std::string ext = lower_extension(name);
   CooTensor coo;
-  if (ext == ".mtx") coo = read_matrix_market(path);
-  else if (ext == ".tns") coo = read_frostt(path);
-  else fail(SJ_ERR_INVALID_ARGUMENT, path, ": unknown file type '", ext, "' (expected .mtx or .tns)");
+  if (ext == ".mtx") coo = parse_matrix_market(text, name);
+  else if (ext == ".tns") coo = parse_frostt(text, name);
+  else fail(SJ_ERR_INVALID_ARGUMENT, name, ": unknown file type '", ext, "' (expected .mtx or .tns)");
   bool fits32 = true;
   for (int m = 0; m < coo.order; ++m) fits32 &= coo.dims[m] - 1 <= INT32_MAX;
   return from_coo(coo, default_spec(coo.order), fits32 ? IndexType::I32 : IndexType::I64, ValueType::F64, alloc,
