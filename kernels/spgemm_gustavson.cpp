@@ -39,14 +39,9 @@ bool cpu_has_bmi() {
   static const bool yes = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi") &&
                           __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("avx2");
 #else
-#if defined(__clang__)  // clang 14 knows no "lzcnt" here; every CPU with AVX2 and BMI2 has LZCNT
-  static const bool yes = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi") &&
-                          __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("avx2");
-#else
   static const bool yes = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi") &&
                           __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt") &&
                           __builtin_cpu_supports("avx2");
-#endif
 #endif
   return yes;
 }
