@@ -12,6 +12,7 @@
 
 #include "tests/fuzz/cache_entry_harness.hpp"
 #include "tests/fuzz/capi_ops_harness.hpp"
+#include "tests/fuzz/einsum_harness.hpp"
 #include "tests/fuzz/read_text_harness.hpp"
 #include "tests/fuzz/tensor_create_harness.hpp"
 
@@ -51,6 +52,9 @@ TEST(FuzzRegressions, TensorCreate) {
 }
 TEST(FuzzRegressions, CacheEntry) {
   EXPECT_GT(replay("fuzz_cache_entry", [](auto d, auto n) { sj::fuzz::cache_entry(d, n); }), 0);
+}
+TEST(FuzzRegressions, Einsum) {
+  EXPECT_GT(replay("fuzz_einsum", [](auto d, auto n) { sj::fuzz::einsum(d, n); }), 0);
 }
 TEST(FuzzRegressions, CapiOps) {
   EXPECT_GT(replay("fuzz_capi_ops", [](auto d, auto n) { sj::fuzz::capi_ops(d, n); }), 0);
