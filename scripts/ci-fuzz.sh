@@ -17,7 +17,10 @@ cmake --build "$build" -j2 --target sparsejit_fuzz
 echo "ci-fuzz: built in $(( $(date +%s) - start )) s"
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# The cache-entry target keeps its folder here (tmpfs when there is one: it fsyncs a lot).
+shm=$(mktemp -d /dev/shm/sj-ci-fuzz-XXXXXX 2>/dev/null || mktemp -d)
+export SPARSEJIT_FUZZ_TMP="$shm"
+trap 'rm -rf "$work" "$shm"' EXIT
 artifacts="$build/fuzz-artifacts"
 mkdir -p "$artifacts"
 

@@ -33,9 +33,13 @@ struct Folders {
   std::string root, dir, twin;
   std::unique_ptr<cache::PersistentStore> store, twin_store;
   Folders() {
-    // tmpfs where there is one: every store() fsyncs, which a disk makes slow.
-    char shm[] = "/dev/shm/sj-fuzz-cache-XXXXXX", tmp[] = "/tmp/sj-fuzz-cache-XXXXXX";
-    const char* made = ::mkdtemp(shm);
+    // $SPARSEJIT_FUZZ_TMP (scripts/ci-fuzz.sh removes it afterwards: libFuzzer may end the
+    // process without running destructors), else tmpfs where there is one (every store()
+    // fsyncs, which a disk makes slow), else /tmp.
+    std::string base = std::getenv("SPARSEJIT_FUZZ_TMP") ? std::getenv("SPARSEJIT_FUZZ_TMP") : "/dev/shm";
+    std::string first = base + "/sj-fuzz-cache-XXXXXX";
+    char tmp[] = "/tmp/sj-fuzz-cache-XXXXXX";
+    const char* made = ::mkdtemp(first.data());
     if (!made) made = ::mkdtemp(tmp);
     if (!made) broken("mkdtemp failed");
     root = made;
