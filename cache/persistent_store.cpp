@@ -299,7 +299,8 @@ std::vector<EntryInfo> PersistentStore::list(bool verify) const {
   if (dir_fd_ < 0) return out;
   int64_t now = static_cast<int64_t>(std::time(nullptr));
   for (const std::string& name : folder_names(dir_fd_)) {
-    if (!ends_with(name, kEntrySuffix)) continue;
+    // A writer's temporary file ends like an entry too; it is not one until it is renamed.
+    if (!ends_with(name, kEntrySuffix) || starts_with(name, kTmpPrefix)) continue;
     Reading r = read_entry(dir_fd_, name, nullptr, verify, nullptr);
     if (r.missing) continue;  // removed meanwhile
     EntryInfo e;
