@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <random>
 #include <string>
@@ -19,6 +18,7 @@
 #include "jit/coiter_jit.hpp"
 #include "jit/isa.hpp"
 #include "kernels/coiter_portable.hpp"
+#include "test_util.hpp"
 
 namespace sj::jit {
 namespace {
@@ -317,17 +317,8 @@ TEST(Coiter, NoPageIsWritableAndExecutable) {
   s.width = 4;
   s.isa = SJ_ISA_AVX2;
   compile_coiter(s);
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  int rwx = 0;
-  while (std::getline(maps, line)) {
-    std::string perms = line.substr(line.find(' ') + 1, 4);
-    if (perms[1] == 'w' && perms[2] == 'x') {
-      ++rwx;
-      ADD_FAILURE() << "writable and executable: " << line;
-    }
-  }
-  EXPECT_EQ(rwx, 0);
+  for (const std::string& line : sj::test::writable_executable_mappings())
+    ADD_FAILURE() << "writable and executable: " << line;
 }
 
 // A second compile of the same spec is a kernel-cache hit: same code, no generation time.

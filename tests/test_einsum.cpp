@@ -610,6 +610,38 @@ TEST(EinsumCApi, PlanExecuteExplainAndDiskCache) {
   std::filesystem::remove_all(dir);
 }
 
+// LLVM's JIT memory manager writes code through a writable mapping and runs it through an
+// executable one: while a compiled plan is alive, no page is both.
+TEST(EinsumCApi, NoPageIsWritableAndExecutable) {
+  sj_context* ctx = nullptr;
+  sj_config c;
+  sj_config_init(&c);
+  c.disable_disk_cache = 1;
+  ASSERT_EQ(sj_context_create(&c, &ctx), SJ_OK);
+  const int64_t rp[] = {0, 2, 3, 3};
+  const int32_t ci[] = {0, 2, 1};
+  const double v[] = {1, 2, 3};
+  sj_tensor *B = nullptr, *C = nullptr;
+  ASSERT_EQ(sj_tensor_create_csr(ctx, 3, 3, SJ_INDEX_INT32, SJ_VALUE_F64, rp, ci, v, 0, &B), SJ_OK);
+  ASSERT_EQ(sj_tensor_create_csr(ctx, 3, 3, SJ_INDEX_INT32, SJ_VALUE_F64, rp, ci, v, 0, &C), SJ_OK);
+  const sj_tensor* ops[] = {B, C};
+  const std::string expr = cat("Out(i,j) = Bwx", ::getpid() % 1000, "(i,j) * Cwx(j,i)");
+  sj_plan* p = nullptr;
+  ASSERT_EQ(sj_einsum_plan(ctx, expr.c_str(), ops, 2, nullptr, "csr", nullptr, &p), SJ_OK) << sj_last_error_message();
+  const char* text = nullptr;
+  ASSERT_EQ(sj_plan_explain_text(p, &text), SJ_OK);
+  EXPECT_NE(std::string(text).find("kernel: LLVM ORC, from compiled"), std::string::npos) << text;
+  sj_tensor* out = nullptr;
+  ASSERT_EQ(sj_plan_execute(p, ops, 2, &out), SJ_OK) << sj_last_error_message();
+  for (const std::string& line : sj::test::writable_executable_mappings())
+    ADD_FAILURE() << "writable and executable: " << line;
+  sj_tensor_destroy(out);
+  sj_plan_destroy(p);
+  sj_tensor_destroy(B);
+  sj_tensor_destroy(C);
+  EXPECT_EQ(sj_context_destroy(ctx), SJ_OK);
+}
+
 TEST(EinsumEndToEnd, RealMatrices) {
   auto mats = test::shared_matrices();
   if (mats.empty()) GTEST_SKIP() << "no ../shared/data";

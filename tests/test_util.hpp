@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +45,19 @@ inline std::vector<std::filesystem::path> shared_tensors() {
 // Files shipped in the repository (data/).
 inline std::filesystem::path repo_data(const std::string& name) {
   return std::filesystem::path(SPARSEJIT_SOURCE_DIR) / "data" / name;
+}
+
+// Mappings of this process that are writable and executable at once (/proc/self/maps lines);
+// generated code must be written through one mapping and run through another, never both.
+inline std::vector<std::string> writable_executable_mappings() {
+  std::vector<std::string> found;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::string perms = line.substr(line.find(' ') + 1, 4);
+    if (perms.size() == 4 && perms[1] == 'w' && perms[2] == 'x') found.push_back(line);
+  }
+  return found;
 }
 
 }  // namespace sj::test
