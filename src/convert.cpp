@@ -343,4 +343,13 @@ Tensor with_value_type(const Tensor& t, ValueType vt, const Allocator& alloc) {
   return out;
 }
 
+Tensor with_output_index_type(Tensor result, int requested, const Allocator& alloc) {
+  if (requested == -1 || result.order == 0) return result;
+  bool has_coordinates = false;
+  for (int l = 0; l < result.order; ++l) has_coordinates |= result.levels[l].kind != LevelKind::Dense;
+  IndexType it = from_c(static_cast<sj_index_type>(requested));
+  if (!has_coordinates || it == result.index_type) return result;
+  return convert(result, format_spec_of(result), it, alloc);
+}
+
 }  // namespace sj

@@ -37,6 +37,9 @@ Tensor from_coo(const CooTensor& coo, const FormatSpec& spec, IndexType it, Valu
 
 // `t` in the layout `spec` with index type `it` (value type unchanged).
 Tensor convert(const Tensor& t, const FormatSpec& spec, IndexType it, const Allocator& alloc);
+// A plan's result in the coordinate type the caller asked for (sj_op_options.output_index_type;
+// -1 = as computed). Scalars and all-dense results have no coordinates and come back as they are.
+Tensor with_output_index_type(Tensor result, int requested, const Allocator& alloc);
 
 // A CSR or CSC matrix in the other orientation (same matrix): counting sort, O(nnz + n).
 Tensor flip_orientation(const Tensor& t, const Allocator& alloc);

@@ -526,10 +526,7 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
       }
     result = reference_to_tensor(ref, output_format_, output_dims_, index_type_, value_type_, sr, ctx_.allocator);
   }
-  if (options_.output_index_type != -1 && result.order > 0 && !all_dense(output_format_)) {
-    IndexType it = from_c(static_cast<sj_index_type>(options_.output_index_type));
-    if (it != result.index_type) result = convert(result, format_spec_of(result), it, ctx_.allocator);
-  }
+  result = with_output_index_type(std::move(result), options_.output_index_type, ctx_.allocator);
   double ms = ms_since(t0);
   double expected = -1;
   first_execute_ms_.compare_exchange_strong(expected, ms);

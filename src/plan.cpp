@@ -137,10 +137,7 @@ Tensor Plan::execute(const std::vector<Tensor>& operands) {
   last_chunks_ = workers.chunks;
   last_partition_ = workers.basis;
   // Schedules compute in the operands' common coordinate type; the caller may want another.
-  if (options_.output_index_type != -1 && out.order > 0 && !is_dense(out)) {
-    IndexType it = from_c(static_cast<sj_index_type>(options_.output_index_type));
-    if (it != out.index_type) out = convert(out, format_spec_of(out), it, ctx_.allocator);
-  }
+  out = with_output_index_type(std::move(out), options_.output_index_type, ctx_.allocator);
   double ms = ms_since(t0);
   double expected = -1;
   first_execute_ms_.compare_exchange_strong(expected, ms);
