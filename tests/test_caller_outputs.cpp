@@ -9,21 +9,15 @@
 
 #include "sparsejit/sparsejit.h"
 #include "tests/random_matrices.hpp"
+#include "tests/schedule_test_util.hpp"
 #include "tests/test_util.hpp"
 
 namespace {
 
 using sj::test::Rng;
 
-struct Ctx {
-  sj_context* c = nullptr;
-  Ctx() { EXPECT_EQ(sj_context_create(nullptr, &c), SJ_OK); }
-  ~Ctx() { EXPECT_EQ(sj_context_destroy(c), SJ_OK) << sj_last_error_message(); }
-};
-struct T {
-  sj_tensor* t = nullptr;
-  ~T() { sj_tensor_destroy(t); }
-};
+using sj::test::Ctx;
+using T = sj::test::H;  // a tensor handle that is destroyed with the guard
 struct P {
   sj_plan* p = nullptr;
   ~P() { sj_plan_destroy(p); }
