@@ -97,6 +97,11 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 
 void copy_text(char* dst, size_t cap, std::string_view text, std::string_view what) {
   if (text.size() >= cap) fail(SJ_ERR_PARSE, "kernel key: ", what, " '", text, "' is longer than ", cap - 1, " characters");
+  // Printable ASCII only: a NUL would cut the stored text short, so it would not print back the same.
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x21 || c > 0x7e) fail(SJ_ERR_PARSE, "kernel key: ", what, " has byte ", int(c), " at offset ", i, " (only printable ASCII)");
+  }
   std::memset(dst, 0, cap);
   std::memcpy(dst, text.data(), text.size());
 }

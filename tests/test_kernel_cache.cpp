@@ -112,6 +112,16 @@ TEST(KernelCache, KeyRoundTripForPlanKeysAndLooseText) {
   EXPECT_FALSE(old.is_current_build());
   EXPECT_TRUE(old.with_current_build().is_current_build());
 
+  // A NUL or control byte in a free-text field would not print back the same (found by fuzzing).
+  for (std::string bad : {std::string("plan build=ab\0cd", 17), std::string("coiter version=1.\x05")}) {
+    try {
+      KernelKey::parse(bad);
+      ADD_FAILURE() << "parsed a key with a control byte";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), SJ_ERR_PARSE);
+      EXPECT_NE(std::string(e.what()).find("printable ASCII"), std::string::npos) << e.what();
+    }
+  }
   for (const char* bad : {"", "kernel op=spgemm", "coiter width", "coiter width=x", "coiter phases=012",
                           "coiter op=fft", "coiter formats=csr,zzz", "coiter flags=fast", "coiter colour=red",
                           "coiter detail=xyz", "plan build=0123456789012345678901234567890123456789012345678"}) {
