@@ -108,7 +108,8 @@ inline int tensor_create(const uint8_t* data, size_t size) {
         pos[l].resize(parents + 1);
         int64_t at = (r.u8() == 0x55) ? small_or_raw(r) : 0;
         for (int64_t p = 0; p <= parents; ++p) {
-          if (p) at += small_or_raw(r);
+          // Wrapping add: the harness must not overflow itself; the library sees wild values.
+          if (p) at = static_cast<int64_t>(static_cast<uint64_t>(at) + static_cast<uint64_t>(small_or_raw(r)));
           pos[l][p] = at;
         }
         int64_t count = pos[l][parents];
