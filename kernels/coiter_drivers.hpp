@@ -7,7 +7,10 @@
 // PER-PAIR DISPATCH (why the drivers never lose much to the scalar loop). Before a segment
 // pair reaches a kernel the driver
 //   1. skips it when either side is empty or the coordinate ranges [first, last] do not
-//      overlap (no product can form: nothing is written, as for a kernel returning 0);
+//      overlap (no product can form: nothing is written, as for a kernel returning 0); the
+//      inner-product sweep tests ranges only where a sample of its pairs says the skipped
+//      merges outweigh the test and its mispredictions (banded: yes; scattered: no), and runs
+//      rows whose every pair is short in a loop that is exactly the scalar baseline;
 //   2. when the pair could take the fast lane (min(na, nb) >= 2n), trims both segments to the
 //      overlapping coordinate range (a binary search on each end; coordinates outside it
 //      cannot match, so the products and their order are unchanged); short pairs skip this;
