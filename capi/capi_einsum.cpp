@@ -20,6 +20,7 @@ sj_op_options einsum_options(const sj_op_options* o) {
   std::memcpy(&r, o, o->struct_size);
   if (r.schedule < SJ_SCHEDULE_AUTO || r.schedule > SJ_SCHEDULE_FUSED)
     fail(SJ_ERR_INVALID_ARGUMENT, "options.schedule is ", static_cast<int>(r.schedule));
+  if (r.threads < 0) fail(SJ_ERR_INVALID_ARGUMENT, "options.threads is negative (", r.threads, ")");
   if (r.output_index_type != -1 && r.output_index_type != SJ_INDEX_INT32 && r.output_index_type != SJ_INDEX_INT64)
     fail(SJ_ERR_INVALID_ARGUMENT, "options.output_index_type is ", r.output_index_type);
   return r;

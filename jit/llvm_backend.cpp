@@ -63,9 +63,10 @@ class NestCodegen {
     CT = spec.value_type == ValueType::F32 ? Type::getFloatTy(C) : Type::getDoubleTy(C);
     VT = spec.value_type == ValueType::F32 ? Type::getFloatTy(C)
          : spec.value_type == ValueType::F64 ? Type::getDoubleTy(C) : static_cast<Type*>(i8);
-    auto* fty = FunctionType::get(Type::getVoidTy(C), {ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr}, false);
+    auto* fty = FunctionType::get(Type::getVoidTy(C), {ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, i64}, false);
     F = Function::Create(fty, Function::ExternalLinkage, name, M);
-    for (auto& a : F->args()) a.addAttr(Attribute::NoAlias);
+    for (auto& a : F->args())
+      if (a.getType()->isPointerTy()) a.addAttr(Attribute::NoAlias);
     F->addFnAttr(Attribute::NoUnwind);
     emit_fn = Function::Create(FunctionType::get(Type::getVoidTy(C), {ptr, ptr, Type::getDoubleTy(C)}, false),
                                Function::ExternalLinkage, "sj_einsum_emit", M);
@@ -82,6 +83,8 @@ class NestCodegen {
     ws_vals = &*arg++;
     ws_flags = &*arg++;
     ws_list = &*arg++;
+    range_lo = &*arg++;
+    range_hi = &*arg++;
 
     const size_t nf = term.factors.size();
     posp.assign(nf, {});
@@ -260,6 +263,14 @@ class NestCodegen {
     return lower_bound(r, l2, hic, v);
   }
 
+  // The outermost loop runs coordinates [range_lo, range_hi) only: the part of a sorted
+  // segment in that range (two binary searches, once per call).
+  std::pair<Value*, Value*> narrow(const LevelRef& r, Value* start, Value* end) {
+    Value* s = lower_bound(r, start, end, range_lo);
+    Value* t = lower_bound(r, s, end, range_hi);
+    return {s, t};
+  }
+
   // ---- loops
   void gen(size_t k) {
     if (nest.mode == OutputMode::Where && static_cast<int>(k) == nest.where_at && !in_producer) {
@@ -316,8 +327,8 @@ class NestCodegen {
     B.CreateBr(head);
     B.SetInsertPoint(head);
     PHINode* v = B.CreatePHI(i64, 2);
-    v->addIncoming(B.getInt64(0), pre);
-    B.CreateCondBr(B.CreateICmpSLT(v, dim[lp.index]), body, exit);
+    v->addIncoming(k == 0 ? range_lo : static_cast<Value*>(B.getInt64(0)), pre);
+    B.CreateCondBr(B.CreateICmpSLT(v, k == 0 ? range_hi : dim[lp.index]), body, exit);
     B.SetInsertPoint(body);
     B.CreateStore(v, idx[lp.index]);
     locate(lp, v);
@@ -331,6 +342,7 @@ class NestCodegen {
     const Loop& lp = nest.loops[k];
     const LevelRef r = lp.iterate[0];
     auto [start, end] = segment(r);
+    if (k == 0) std::tie(start, end) = narrow(r, start, end);
     BasicBlock* pre = B.GetInsertBlock();
     auto* head = BasicBlock::Create(C, "iter", F);
     auto* body = BasicBlock::Create(C, "iter.body", F);
@@ -358,7 +370,10 @@ class NestCodegen {
     const Loop& lp = nest.loops[k];
     const size_t n = lp.iterate.size();
     std::vector<Value*> start(n), end(n);
-    for (size_t i = 0; i < n; ++i) std::tie(start[i], end[i]) = segment(lp.iterate[i]);
+    for (size_t i = 0; i < n; ++i) {
+      std::tie(start[i], end[i]) = segment(lp.iterate[i]);
+      if (k == 0) std::tie(start[i], end[i]) = narrow(lp.iterate[i], start[i], end[i]);
+    }
     if (n == 2 && !spec.scalar_only && simd_ok(lp.iterate[0]) && simd_ok(lp.iterate[1]))
       std::tie(start[0], start[1]) = gen_simd_lane(k, start[0], end[0], start[1], end[1]);
     BasicBlock* pre = B.GetInsertBlock();
@@ -602,6 +617,7 @@ class NestCodegen {
   Function* sort_fn = nullptr;
   Type *i64 = nullptr, *i8 = nullptr, *i1 = nullptr, *ptr = nullptr, *IT = nullptr, *CT = nullptr, *VT = nullptr;
   Value *out = nullptr, *present = nullptr, *sink = nullptr, *ws_vals = nullptr, *ws_flags = nullptr, *ws_list = nullptr;
+  Value *range_lo = nullptr, *range_hi = nullptr;
   std::vector<std::vector<Value*>> posp, crdp, pos, seg_end;
   std::vector<Value*> valp, dim, idx;
   Value *acc = nullptr, *found = nullptr, *ws_count = nullptr, *coords = nullptr;
@@ -737,7 +753,7 @@ Jit& jit() {
 }
 
 std::string key_text(const EinsumKernelSpec& s, const Jit& j) {
-  return cat("einsum v1|", s.expr->canonical(), "|", s.nest->signature(*s.expr, *s.term), "|index=", to_string(s.index_type),
+  return cat("einsum v2|", s.expr->canonical(), "|", s.nest->signature(*s.expr, *s.term), "|index=", to_string(s.index_type),
              "|value=", to_string(s.value_type), "|semiring=", to_string(s.semiring), "|scalar=", s.scalar_only,
              "|cpu=", j.cpu, "|features=", j.features);
 }

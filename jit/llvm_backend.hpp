@@ -27,9 +27,12 @@ inline constexpr int kEinsumSlotsPerFactor = 2 * 4 + 1;
 // The generated function. dims: per index id. out: dense output values (value type) or null;
 // present: per dense output position, set to 1 where a product was formed (or null); sink:
 // receives sparse output entries through sj_einsum_emit; ws_*: the where workspace (values in
-// the compute type, flags zeroed, list) sized to the workspace index's dimension.
+// the compute type, flags zeroed, list) sized to the workspace index's dimension. [lo, hi):
+// the coordinates of the outermost loop's index to run (0, its dimension: the whole nest);
+// the other loops run in full. Parallel execution gives each chunk its own range.
 using EinsumKernelFn = void (*)(const void* const* arrays, const int64_t* dims, void* out, uint8_t* present,
-                                void* sink, void* ws_vals, uint8_t* ws_flags, int64_t* ws_list);
+                                void* sink, void* ws_vals, uint8_t* ws_flags, int64_t* ws_list, int64_t lo,
+                                int64_t hi);
 
 // What decides the generated code.
 struct EinsumKernelSpec {

@@ -1,5 +1,6 @@
 #include "kernels/einsum_output.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "src/dispatch.hpp"
@@ -27,10 +28,20 @@ bool StreamingAssembler::supports(const FormatSpec& spec) {
   return compressed_seen;
 }
 
-StreamingAssembler::StreamingAssembler(const FormatSpec& s, const std::array<int64_t, kMaxOrder>& d) : spec(s), dims(d) {
+StreamingAssembler::StreamingAssembler(const FormatSpec& s, const std::array<int64_t, kMaxOrder>& d)
+    : StreamingAssembler(s, d, 0, s.order > 0 ? d[s.mode_order[0]] : 0) {}
+
+StreamingAssembler::StreamingAssembler(const FormatSpec& s, const std::array<int64_t, kMaxOrder>& d, int64_t lo,
+                                       int64_t hi)
+    : spec(s), dims(d) {
   while (dense_prefix < spec.order && spec.kinds[dense_prefix] == LevelKind::Dense) {
     dense_positions *= dims[spec.mode_order[dense_prefix]];
     ++dense_prefix;
+  }
+  if (dense_prefix > 0) {  // positions of level-0 coordinates [lo, hi)
+    const int64_t inner = dense_positions / std::max<int64_t>(1, dims[spec.mode_order[0]]);
+    dense_base = lo * inner;
+    dense_positions = (hi - lo) * inner;
   }
   first_counts.assign(dense_positions, 0);
   emit = [](EmitSink* self, const int64_t* c, double v) {
@@ -51,7 +62,7 @@ StreamingAssembler::StreamingAssembler(const FormatSpec& s, const std::array<int
       if (l == D) {
         int64_t p = 0;
         for (int k = 0; k < D; ++k) p = p * a.dims[a.spec.mode_order[k]] + a.last[k];
-        ++a.first_counts[p];
+        ++a.first_counts[p - a.dense_base];
       } else if (l > d) {
         a.pos[l].push_back(static_cast<int64_t>(a.crd[l].size()));  // a new parent at level l-1 opens its segment
       }
@@ -59,6 +70,24 @@ StreamingAssembler::StreamingAssembler(const FormatSpec& s, const std::array<int
     }
     a.values.push_back(v);
   };
+}
+
+void StreamingAssembler::append(const StreamingAssembler& piece) {
+  const int r = spec.order;
+  const int D = dense_prefix;
+  for (size_t q = 0; q < piece.first_counts.size(); ++q)
+    first_counts[static_cast<size_t>(piece.dense_base - dense_base) + q] += piece.first_counts[q];
+  for (int l = D; l < r; ++l) {
+    const int64_t shift = static_cast<int64_t>(crd[l].size());
+    for (int64_t p : piece.pos[l]) pos[l].push_back(p + shift);
+    crd[l].insert(crd[l].end(), piece.crd[l].begin(), piece.crd[l].end());
+  }
+  values.insert(values.end(), piece.values.begin(), piece.values.end());
+  out_of_order |= piece.out_of_order;
+  if (piece.any) {
+    any = true;
+    last = piece.last;
+  }
 }
 
 Tensor StreamingAssembler::finish(IndexType it, ValueType vt, const Allocator& alloc) {

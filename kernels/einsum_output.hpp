@@ -25,13 +25,20 @@ struct CooSink : EmitSink {
 // and unique. Layouts: any number of dense levels first, then compressed (unique) levels.
 struct StreamingAssembler : EmitSink {
   StreamingAssembler(const FormatSpec& spec, const std::array<int64_t, kMaxOrder>& dims);
+  // A piece of a parallel run: the entries whose level-0 coordinate lies in [lo, hi), emitted
+  // by one chunk (its dense positions, if level 0 is dense, start at lo's).
+  StreamingAssembler(const FormatSpec& spec, const std::array<int64_t, kMaxOrder>& dims, int64_t lo, int64_t hi);
   static bool supports(const FormatSpec& spec);
+  // Appends `piece`, whose entries all follow this one's in level order (the next chunk's):
+  // its dense counts land at their positions, its segment starts move by this one's lengths.
+  void append(const StreamingAssembler& piece);
   Tensor finish(IndexType it, ValueType vt, const Allocator& alloc);
 
   FormatSpec spec;
   std::array<int64_t, kMaxOrder> dims{};
   int dense_prefix = 0;
   int64_t dense_positions = 1;
+  int64_t dense_base = 0;  // the first dense position this assembler counts (a piece's)
   std::array<int64_t, kMaxOrder> last{};
   bool any = false;
   bool out_of_order = false;  // a repeated coordinate (a bug): finish() refuses

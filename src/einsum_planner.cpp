@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <mutex>
 
 #include "cache/persistent_store.hpp"
 #include "jit/llvm_backend.hpp"
@@ -17,6 +18,7 @@
 #include "src/error.hpp"
 #include "src/json_writer.hpp"
 #include "src/logging.hpp"
+#include "src/work_partition.hpp"
 
 namespace sj::einsum {
 namespace {
@@ -82,6 +84,88 @@ LevelStats level_stats(const Tensor& t, int l) {
   s.stddev = std::sqrt(std::max(0.0, sq / parents - s.mean * s.mean));
   return s;
 }
+
+// Stored entries under each position of level 0 of `t` (the last level's entries of its subtree).
+std::vector<int64_t> entries_under_level0(const Tensor& t) {
+  if (t.order == 0) return {};
+  const int64_t n0 = t.levels[0].kind == LevelKind::Dense ? t.level_dim(0) : t.level_entries(0);
+  std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(0, n0)));
+  for (int64_t p = 0; p < n0; ++p) {
+    int64_t a = p, b = p + 1;
+    for (int l = 1; l < t.order && a < b; ++l) {
+      const Level& lv = t.levels[l];
+      if (lv.kind == LevelKind::Dense) a *= t.level_dim(l), b *= t.level_dim(l);
+      else if (lv.kind == LevelKind::Compressed) a = lv.pos.as<int64_t>()[a], b = lv.pos.as<int64_t>()[b];
+    }
+    out[static_cast<size_t>(p)] = b - a;
+  }
+  return out;
+}
+
+// Estimated work per coordinate of the outermost loop's index: 1 plus the entries under that
+// coordinate of every factor whose level 0 the loop binds.
+std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<Tensor>& held, int64_t n) {
+  std::vector<int64_t> prefix(static_cast<size_t>(n) + 1, 0);
+  for (int64_t c = 0; c < n; ++c) prefix[c + 1] = 1;
+  const Loop& lp = nest.loops[0];
+  auto add = [&](const LevelRef& r) {
+    if (r.level != 0) return;
+    const Tensor& t = held[r.factor];
+    const std::vector<int64_t> under = entries_under_level0(t);
+    if (t.levels[0].kind == LevelKind::Dense) {
+      for (int64_t c = 0; c < n && c < static_cast<int64_t>(under.size()); ++c) prefix[c + 1] += under[c];
+      return;
+    }
+    const int64_t* pos = t.levels[0].pos.data() ? t.levels[0].pos.as<int64_t>() : nullptr;
+    const int64_t begin = pos ? pos[0] : 0, end = pos ? pos[1] : static_cast<int64_t>(under.size());
+    with_types(t.index_type, ValueType::F64, [&](auto i, auto) {
+      using I = decltype(i);
+      const I* crd = t.levels[0].crd.as<I>();
+      for (int64_t p = begin; p < end; ++p)
+        if (crd[p] >= 0 && crd[p] < n) prefix[static_cast<size_t>(crd[p]) + 1] += under[static_cast<size_t>(p)];
+    });
+  };
+  for (auto& r : lp.iterate) add(r);
+  for (auto& r : lp.locate) add(r);
+  for (int64_t c = 0; c < n; ++c) prefix[c + 1] += prefix[c];
+  return prefix;
+}
+
+// `where` workspaces handed to chunks: one per thread at most, reused (a consumer leaves its
+// flags zeroed). Taken and returned once per chunk, never inside a loop.
+struct WorkspacePool {
+  struct Workspace {
+    std::vector<double> d;
+    std::vector<float> f;
+    std::vector<uint8_t> flags;
+    std::vector<int64_t> list;
+    void* vals = nullptr;
+  };
+  int64_t n = 0;
+  bool f32 = false;
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Workspace>> free;
+  std::unique_ptr<Workspace> take() {
+    {
+      std::lock_guard lock(mutex);
+      if (!free.empty()) {
+        auto w = std::move(free.back());
+        free.pop_back();
+        return w;
+      }
+    }
+    auto w = std::make_unique<Workspace>();
+    if (f32) w->f.assign(n, 0.f), w->vals = w->f.data();
+    else w->d.assign(n, 0.0), w->vals = w->d.data();
+    w->flags.assign(n, 0);
+    w->list.assign(n, 0);
+    return w;
+  }
+  void give(std::unique_ptr<Workspace> w) {
+    std::lock_guard lock(mutex);
+    free.push_back(std::move(w));
+  }
+};
 
 }  // namespace
 
@@ -363,6 +447,7 @@ EinsumPlan::EinsumPlan(const Context& ctx, std::string_view expression, const st
     const sj_schedule want = options_.schedule;
     if (want == SJ_SCHEDULE_REFERENCE) {
       tp.kernel_source = "reference";
+      tp.parallel.reason = "the reference evaluator (a hash join, no loop nest) runs serially";
       continue;
     }
     for (size_t c = 0; c < tp.candidates.size(); ++c) {
@@ -379,6 +464,7 @@ EinsumPlan::EinsumPlan(const Context& ctx, std::string_view expression, const st
     const EinsumCandidate& c = tp.candidates[tp.chosen];
     tp.nest = LoopNest::build(expr_, expr_.terms[t], c.formats, out_levels, c.order, c.mode, c.search);
     tp.nest.presence = dense_temp_;
+    tp.parallel = outer_loop_parallelism(expr_, tp.nest);
     jit::EinsumKernelSpec spec;
     spec.expr = &expr_;
     spec.term = &expr_.terms[t];
@@ -396,6 +482,8 @@ EinsumPlan::EinsumPlan(const Context& ctx, std::string_view expression, const st
     } else {
       tp.kernel_source = "reference";
       tp.jit_error = r.error;
+      tp.parallel.parallel = false;
+      tp.parallel.reason = "the reference evaluator (LLVM failed) runs serially";
       ctx_.logger->warn("einsum: LLVM compilation failed, using the reference evaluator: {}", r.error);
     }
   }
@@ -436,6 +524,7 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   if (!dense_result && terms_.size() == 1 && all_compiled && StreamingAssembler::supports(output_format_))
     stream.emplace(output_format_, output_dims_);
   std::vector<int64_t> dims(index_dims_.begin(), index_dims_.end());
+  Workers workers = Workers::for_call(ctx_, options_.threads);
   for (size_t t = 0; t < terms_.size(); ++t) {
     TermPlan& tp = terms_[t];
     if (!tp.kernel) {
@@ -454,23 +543,51 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
       }
       arrays[f * jit::kEinsumSlotsPerFactor + 8] = ft.values.data();
     }
-    CooSink coo_sink(out_order, output_dims_);
-    EmitSink* sink = stream ? static_cast<EmitSink*>(&*stream) : &coo_sink;
-    std::vector<double> ws_d;
-    std::vector<float> ws_f;
-    std::vector<uint8_t> ws_flags;
-    std::vector<int64_t> ws_list;
-    void* ws_vals = nullptr;
-    if (tp.nest.mode == OutputMode::Where) {
-      const int64_t n = index_dims_[tp.nest.out_indices.back()];
-      if (value_type_ == ValueType::F32) ws_f.assign(n, 0.f), ws_vals = ws_f.data();
-      else ws_d.assign(n, 0.0), ws_vals = ws_d.data();
-      ws_flags.assign(n, 0);
-      ws_list.assign(n, 0);
+    // The outermost loop's coordinates, split into chunks by estimated work where the
+    // dependence test allows (one chunk otherwise); [lo, hi) is passed to the kernel.
+    const int64_t n0 = tp.nest.loops.empty() ? 1 : index_dims_[tp.nest.loops[0].index];
+    Partition part;
+    part.bounds = {0, std::max<int64_t>(0, n0)};
+    if (tp.parallel.parallel && workers.threads > 1 && n0 > 1) {
+      const std::vector<int64_t> prefix = outer_work_prefix(tp.nest, held, n0);
+      part = partition_by_prefix(prefix.data(), n0, workers, "entries under each coordinate of the outermost loop");
     }
-    tp.kernel->fn(arrays.data(), dims.data(), dense_result ? dense_out.values.mutable_data() : nullptr,
-                  present.empty() ? nullptr : present.data(), sink, ws_vals, ws_flags.data(), ws_list.data());
-    if (!dense_result && !stream) emitted.push_back(std::move(coo_sink.coo));
+    const int64_t chunks = part.chunks();
+    WorkspacePool wspool;
+    wspool.n = tp.nest.mode == OutputMode::Where ? index_dims_[tp.nest.out_indices.back()] : 0;
+    wspool.f32 = value_type_ == ValueType::F32;
+    // per chunk: a piece of the streamed output, or a coordinate list (joined in chunk order)
+    std::vector<std::unique_ptr<StreamingAssembler>> pieces(stream && chunks > 1 ? chunks : 0);
+    std::vector<std::unique_ptr<CooSink>> coos(!dense_result && !stream ? chunks : 0);
+    workers.run_indexed(part, [&](int64_t c, int64_t lo, int64_t hi) {
+      EmitSink* sink = nullptr;
+      if (stream && chunks > 1) {
+        pieces[c] = std::make_unique<StreamingAssembler>(output_format_, output_dims_, lo, hi);
+        sink = pieces[c].get();
+      } else if (stream) {
+        sink = &*stream;
+      } else if (!dense_result) {
+        coos[c] = std::make_unique<CooSink>(out_order, output_dims_);
+        sink = coos[c].get();
+      }
+      std::unique_ptr<WorkspacePool::Workspace> ws;
+      if (tp.nest.mode == OutputMode::Where) ws = wspool.take();
+      tp.kernel->fn(arrays.data(), dims.data(), dense_result ? dense_out.values.mutable_data() : nullptr,
+                    present.empty() ? nullptr : present.data(), sink, ws ? ws->vals : nullptr,
+                    ws ? ws->flags.data() : nullptr, ws ? ws->list.data() : nullptr, lo, hi);
+      if (ws) wspool.give(std::move(ws));
+    });
+    for (auto& p : pieces) stream->append(*p);
+    if (!coos.empty()) {
+      CooTensor joined = std::move(coos[0]->coo);
+      for (size_t c = 1; c < coos.size(); ++c) {
+        const CooTensor& more = coos[c]->coo;
+        for (int m = 0; m < out_order; ++m)
+          joined.coords[m].insert(joined.coords[m].end(), more.coords[m].begin(), more.coords[m].end());
+        joined.values.insert(joined.values.end(), more.values.begin(), more.values.end());
+      }
+      emitted.push_back(std::move(joined));
+    }
   }
   Tensor result;
   if (dense_result) {
@@ -527,6 +644,8 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
     result = reference_to_tensor(ref, output_format_, output_dims_, index_type_, value_type_, sr, ctx_.allocator);
   }
   result = with_output_index_type(std::move(result), options_.output_index_type, ctx_.allocator);
+  last_threads_ = workers.threads;
+  last_chunks_ = workers.chunks;
   double ms = ms_since(t0);
   double expected = -1;
   first_execute_ms_.compare_exchange_strong(expected, ms);
@@ -582,7 +701,20 @@ std::string EinsumPlan::explain_text() const {
     else
       std::snprintf(k, sizeof k, "    kernel: reference evaluator\n");
     out += k;
+    if (tp.parallel.index >= 0 && tp.parallel.parallel)
+      out += cat("    parallel: yes, outermost loop ", expr_.index_names[tp.parallel.index],
+                 " split among threads by estimated work, chunks taken dynamically (one chunk when the work is small); ",
+                 tp.parallel.reason, "\n");
+    else if (tp.parallel.index >= 0 && tp.kernel)
+      out += cat("    parallel: no, outermost loop ", expr_.index_names[tp.parallel.index], " stays serial; ", tp.parallel.reason, "\n");
+    else
+      out += cat("    parallel: no, serial; ", tp.parallel.reason, "\n");
   }
+  char threads[256];
+  std::snprintf(threads, sizeof threads, "  threads: %d (requested %d); last execution: %lld chunk(s)\n",
+                last_threads_.load() > 0 ? last_threads_.load() : Workers::for_call(ctx_, options_.threads).threads,
+                options_.threads, static_cast<long long>(last_chunks_.load()));
+  out += threads;
   char tail[256];
   std::snprintf(tail, sizeof tail, "  times: plan %.3f ms (compile included), first execute %.3f ms, last execute %.3f ms, %lld executions\n",
                 plan_ms_, first_execute_ms_.load(), last_execute_ms_.load(), static_cast<long long>(executions_.load()));
@@ -615,9 +747,16 @@ std::string EinsumPlan::explain() const {
     if (tp.chosen >= 0) w.field("loop_nest", tp.nest.print(expr_, term));
     w.key("kernel").begin_object().field("source", tp.kernel_source).field("compile_ms", tp.compile_ms)
         .field("error", tp.jit_error).end_object();
+    w.key("parallel").begin_object()
+        .field("outer_index", tp.parallel.index >= 0 ? expr_.index_names[tp.parallel.index] : std::string())
+        .field("parallel", tp.parallel.parallel && tp.kernel != nullptr).field("dependence", tp.parallel.level)
+        .field("reason", tp.parallel.reason).end_object();
     w.end_object();
   }
   w.end_array();
+  w.field("threads_requested", options_.threads)
+      .field("threads", last_threads_.load() > 0 ? last_threads_.load() : Workers::for_call(ctx_, options_.threads).threads)
+      .field("chunks", last_chunks_.load());
   w.key("timings_ms").begin_object().field("plan", plan_ms_).field("first_execute", first_execute_ms_.load())
       .field("last_execute", last_execute_ms_.load()).field("executions", executions_.load()).end_object();
   w.end_object();

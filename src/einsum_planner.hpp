@@ -8,6 +8,12 @@
 //   transpose  convert the conflicting operand(s) to the loop order's level order, then
 //              coiterate (the conversion is kept with the operand's handle)
 //   reference  the reference evaluator (kernels/einsum_reference.hpp)
+// Execution splits a term's outermost loop among the context's threads (sj_op_options::threads)
+// where the level dependence test (src/loop_dependence.hpp) proves it safe: chunks of its
+// coordinate range by estimated work, taken dynamically; a dense output is written in place,
+// a sparse one as per-chunk pieces joined in order. Every output entry is computed within one
+// chunk exactly as in the serial loop, so results are bit-identical for any thread count.
+// Terms of a sum run one after the other (each split on its own); reference terms are serial.
 #pragma once
 #include <atomic>
 #include <memory>
@@ -19,6 +25,7 @@
 #include "src/convert.hpp"
 #include "src/einsum_parser.hpp"
 #include "src/iteration_graph.hpp"
+#include "src/loop_dependence.hpp"
 #include "src/loop_ir.hpp"
 
 namespace sj::jit {
@@ -49,6 +56,7 @@ struct TermPlan {
   std::vector<EinsumCandidate> candidates;
   int chosen = -1;
   LoopNest nest;
+  LoopParallelism parallel;  // whether the outermost loop is split among threads, and why
   std::shared_ptr<const jit::EinsumKernel> kernel;  // null: the reference evaluator runs
   std::string kernel_source;  // "compiled", "memory", "disk", "reference"
   double compile_ms = 0;
@@ -96,6 +104,8 @@ class EinsumPlan {
   std::vector<TermPlan> terms_;
   double plan_ms_ = 0;
   std::atomic<int64_t> executions_{0};
+  std::atomic<int> last_threads_{0};
+  std::atomic<int64_t> last_chunks_{0};
   std::atomic<double> first_execute_ms_{-1}, last_execute_ms_{0};
 };
 

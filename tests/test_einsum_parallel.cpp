@@ -1,0 +1,398 @@
+// Parallel index-notation kernels (src/loop_dependence.hpp, EinsumPlan::execute): the level
+// dependence test's verdicts (node / sibling / cousin) and what explain says about them; every
+// expression gives bit-identical results with 1, 2, 3 and 7 threads (and agrees with the
+// reference evaluator), whether its outermost loop is split or stays serial; per-chunk pieces
+// of a streamed sparse output join to the serial result; the per-call thread count; one plan
+// executed by several threads at once; real matrices when ../shared has them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/einsum_output.hpp"
+#include "random_matrices.hpp"
+#include "sparsejit/sparsejit.h"
+#include "src/convert.hpp"
+#include "src/derived_forms.hpp"
+#include "src/einsum_format.hpp"
+#include "src/einsum_parser.hpp"
+#include "src/einsum_planner.hpp"
+#include "src/loop_dependence.hpp"
+#include "src/tensor_file.hpp"
+#include "src/work_partition.hpp"
+#include "test_util.hpp"
+
+namespace sj::einsum {
+namespace {
+
+using test::Rng;
+
+constexpr int kThreadCounts[] = {1, 2, 3, 7};
+
+// Small inputs are split into many chunks (the default keeps them serial).
+struct SplitSmallInputs {
+  int64_t saved = parallel_tuning().min_chunk_work.load();
+  SplitSmallInputs() { parallel_tuning().min_chunk_work = 1; }
+  ~SplitSmallInputs() { parallel_tuning().min_chunk_work = saved; }
+};
+
+const Context& context(int threads) {
+  static std::vector<std::unique_ptr<Context>> all = [] {
+    std::vector<std::unique_ptr<Context>> v;
+    for (int t = 1; t <= 8; ++t) {
+      sj_config c;
+      sj_config_init(&c);
+      c.threads = t;
+      c.disable_disk_cache = 1;
+      v.push_back(std::make_unique<Context>(c));
+    }
+    return v;
+  }();
+  return *all[static_cast<size_t>(threads) - 1];
+}
+
+// A random tensor in `spec`; the density of each slice of mode 0 varies (some slices empty,
+// a few heavy), so work per outer coordinate is skewed.
+Tensor random_tensor(Rng& rng, std::vector<int64_t> dims, double density, const FormatSpec& spec,
+                     ValueType vt = ValueType::F64) {
+  CooTensor coo;
+  coo.order = static_cast<int>(dims.size());
+  for (int m = 0; m < coo.order; ++m) coo.dims[m] = dims[m];
+  int64_t total = 1;
+  for (auto d : dims) total *= d;
+  const int64_t inner = total / std::max<int64_t>(1, dims[0]);
+  for (int64_t p = 0; p < total; ++p) {
+    const int64_t i0 = p / std::max<int64_t>(1, inner);
+    const double scale = i0 % 5 == 3 ? 0.0 : i0 % 13 == 0 ? 6.0 : 1.0;
+    if (!rng.bernoulli(std::min(1.0, density * scale))) continue;
+    int64_t r = p;
+    for (int m = coo.order - 1; m >= 0; --m) {
+      coo.coords[m].push_back(r % dims[m]);
+      r /= dims[m];
+    }
+    // values with many significant bits, so a re-associated sum would show
+    coo.values.push_back((rng.uniform01() - 0.3) * 3.0);
+  }
+  Tensor t = from_coo(coo, spec, IndexType::I32, vt, context(1).allocator);
+  t.derived = std::make_shared<DerivedForms>();
+  return t;
+}
+
+FormatSpec fmt(sj_format f, int order) { return format_spec(f, order); }
+
+// Every array of the two tensors equal, byte for byte.
+::testing::AssertionResult identical(const Tensor& a, const Tensor& b) {
+  if (a.order != b.order || a.dims != b.dims || a.index_type != b.index_type || a.value_type != b.value_type ||
+      a.mode_order != b.mode_order)
+    return ::testing::AssertionFailure() << "shape/type: " << a.describe() << " vs " << b.describe();
+  auto same = [](const Buffer& x, const Buffer& y, size_t bytes) {
+    return bytes == 0 || (x.bytes() >= bytes && y.bytes() >= bytes && std::memcmp(x.data(), y.data(), bytes) == 0);
+  };
+  for (int l = 0; l < a.order; ++l) {
+    const Level &x = a.levels[l], &y = b.levels[l];
+    if (x.kind != y.kind) return ::testing::AssertionFailure() << "level " << l << " kind";
+    if (a.level_entries(l) != b.level_entries(l)) return ::testing::AssertionFailure() << "level " << l << " sizes differ";
+    if (x.kind == LevelKind::Dense) continue;
+    const int64_t parents = l == 0 ? 1 : a.level_entries(l - 1);
+    if (x.kind == LevelKind::Compressed && !same(x.pos, y.pos, 8 * static_cast<size_t>(parents + 1)))
+      return ::testing::AssertionFailure() << "level " << l << " positions differ";
+    if (!same(x.crd, y.crd, index_size(a.index_type) * static_cast<size_t>(a.level_entries(l))))
+      return ::testing::AssertionFailure() << "level " << l << " coordinates differ";
+  }
+  if (!same(a.values, b.values, value_size(a.value_type) * static_cast<size_t>(a.nnz())))
+    return ::testing::AssertionFailure() << "values differ";
+  return ::testing::AssertionSuccess();
+}
+
+// Same entries as the reference, values within a relative tolerance (its sum order differs).
+::testing::AssertionResult close_to(const Tensor& got, const Tensor& want, double tol = 1e-9) {
+  auto entries = [](const Tensor& t) {
+    CooTensor c = to_coo(t);
+    std::map<std::vector<int64_t>, double> m;
+    for (int64_t p = 0; p < c.nnz(); ++p) {
+      std::vector<int64_t> k;
+      for (int d = 0; d < c.order; ++d) k.push_back(c.coords[d][p]);
+      m[k] = c.values[p];
+    }
+    return m;
+  };
+  auto a = entries(got), b = entries(want);
+  if (a.size() != b.size()) return ::testing::AssertionFailure() << "entries " << a.size() << " vs " << b.size();
+  for (auto& [k, v] : b) {
+    auto it = a.find(k);
+    if (it == a.end()) return ::testing::AssertionFailure() << "missing entry";
+    if (std::abs(it->second - v) > tol * std::max(1.0, std::abs(v)))
+      return ::testing::AssertionFailure() << "value " << it->second << " vs " << v;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+struct Case {
+  std::string expr;
+  std::vector<Tensor> ops;
+  std::vector<std::optional<std::string>> formats;
+  std::optional<std::string> out_format;
+  bool parallel;             // the verdict expected for every term
+  std::string words;         // in explain's reason
+  EinsumTuning tuning = {};
+  double tol = 1e-9;
+};
+
+// Runs the case with 1/2/3/7 threads: all results identical to the one-thread result, which
+// agrees with the reference; explain gives the verdict, and a parallel nest really split.
+void check(const Case& c) {
+  SCOPED_TRACE(c.expr);
+  SplitSmallInputs split;
+  sj_op_options o;
+  sj_op_options_init(&o);
+  sj_op_options ro = o;
+  ro.schedule = SJ_SCHEDULE_REFERENCE;
+  const Tensor want = EinsumPlan(context(1), c.expr, c.ops, c.formats, c.out_format, ro).execute(c.ops);
+  Tensor first;
+  for (int threads : kThreadCounts) {
+    EinsumPlan plan(context(threads), c.expr, c.ops, c.formats, c.out_format, o, c.tuning);
+    for (auto& t : plan.terms()) {
+      ASSERT_TRUE(t.kernel) << "LLVM failed: " << t.jit_error;
+      EXPECT_EQ(t.parallel.parallel, c.parallel) << t.parallel.reason;
+      EXPECT_NE(t.parallel.reason.find(c.words), std::string::npos) << t.parallel.reason;
+    }
+    const Tensor got = plan.execute(c.ops);
+    if (threads == 1) {
+      first = got;
+      EXPECT_TRUE(close_to(got, want, c.tol));
+    } else {
+      EXPECT_TRUE(identical(first, got)) << threads << " threads";
+    }
+    const std::string text = plan.explain_text();
+    EXPECT_NE(text.find("threads: " + std::to_string(threads)), std::string::npos) << text;
+    EXPECT_NE(text.find(c.parallel ? "split among threads" : "stays serial"), std::string::npos) << text;
+    const std::string json = plan.explain();
+    EXPECT_NE(json.find(c.parallel ? "\"parallel\":true" : "\"parallel\":false"), std::string::npos) << json;
+    if (threads > 1 && c.parallel)
+      EXPECT_EQ(text.find("last execution: 1 chunk(s)"), std::string::npos) << "did not split:\n" << text;
+    if (!c.parallel) EXPECT_NE(text.find("last execution: 1 chunk(s)"), std::string::npos) << text;
+  }
+}
+
+// ---- the dependence test --------------------------------------------------------------------
+
+TEST(ParallelEinsum, DependenceTestLevels) {
+  Expression e = parse("C(i,j) = A(i,k) * B(k,j)");
+  const int i = 0, j = 1, k = 2;
+  ASSERT_EQ(e.index_names, (std::vector<std::string>{"i", "j", "k"}));
+  LoopNest n;
+  n.loops.resize(3);
+  n.out_indices = {i, j};
+  // node: the outermost loop binds output level 0
+  n.mode = OutputMode::Where;
+  n.loops[0].index = i, n.loops[1].index = k, n.loops[2].index = j;
+  LoopParallelism p = outer_loop_parallelism(e, n);
+  EXPECT_TRUE(p.parallel);
+  EXPECT_EQ(p.level, "node");
+  EXPECT_NE(p.reason.find("per thread"), std::string::npos) << p.reason;
+  // sibling: a reduction index outermost, dense or sparse output
+  n.loops[0].index = k, n.loops[1].index = i;
+  for (OutputMode m : {OutputMode::Dense, OutputMode::Emit}) {
+    n.mode = m;
+    p = outer_loop_parallelism(e, n);
+    EXPECT_FALSE(p.parallel);
+    EXPECT_EQ(p.level, "sibling");
+    EXPECT_NE(p.reason.find("k is a reduction index"), std::string::npos) << p.reason;
+  }
+  // cousin: output level 1 outermost in a sparse output; fine in a dense one
+  n.loops[0].index = j, n.loops[1].index = i, n.loops[2].index = k;
+  n.mode = OutputMode::Emit;
+  p = outer_loop_parallelism(e, n);
+  EXPECT_FALSE(p.parallel);
+  EXPECT_EQ(p.level, "cousin");
+  EXPECT_NE(p.reason.find("below the unbound i"), std::string::npos) << p.reason;
+  n.mode = OutputMode::Dense;
+  p = outer_loop_parallelism(e, n);
+  EXPECT_TRUE(p.parallel);
+  EXPECT_EQ(p.level, "node");
+  // a scalar output: every loop is a reduction
+  Expression s = parse("x = A(i,k) * B(i,k)");
+  LoopNest sn;
+  sn.loops.resize(2);
+  sn.loops[0].index = 0, sn.loops[1].index = 1;
+  p = outer_loop_parallelism(s, sn);
+  EXPECT_FALSE(p.parallel);
+  EXPECT_NE(p.reason.find("scalar output"), std::string::npos) << p.reason;
+  EXPECT_FALSE(outer_loop_parallelism(s, LoopNest{}).parallel);
+}
+
+// ---- pieces of a streamed output -------------------------------------------------------------
+
+TEST(ParallelEinsum, AssemblerPiecesJoinToTheWhole) {
+  Rng rng(3);
+  for (sj_format f : {SJ_FORMAT_CSR, SJ_FORMAT_DCSR}) {
+    const FormatSpec spec = format_spec(f, 2);
+    std::array<int64_t, kMaxOrder> dims{40, 30};
+    std::vector<std::array<int64_t, 2>> entries;
+    for (int64_t r = 0; r < 40; ++r)
+      for (int64_t c = 0; c < 30; ++c)
+        if (r % 4 != 1 && rng.bernoulli(0.2)) entries.push_back({r, c});
+    auto feed = [&](StreamingAssembler& a, int64_t lo, int64_t hi) {
+      for (auto& e : entries)
+        if (e[0] >= lo && e[0] < hi) a.emit(&a, e.data(), static_cast<double>(e[0] * 100 + e[1]));
+    };
+    StreamingAssembler whole(spec, dims);
+    feed(whole, 0, 40);
+    const Tensor want = whole.finish(IndexType::I32, ValueType::F64, default_allocator());
+    StreamingAssembler joined(spec, dims);
+    const int64_t bounds[] = {0, 1, 7, 8, 23, 40};
+    for (int c = 0; c + 1 < 6; ++c) {
+      StreamingAssembler piece(spec, dims, bounds[c], bounds[c + 1]);
+      feed(piece, bounds[c], bounds[c + 1]);
+      joined.append(piece);
+    }
+    EXPECT_TRUE(identical(want, joined.finish(IndexType::I32, ValueType::F64, default_allocator()))) << f;
+  }
+}
+
+// ---- expressions, 1/2/3/7 threads ------------------------------------------------------------
+
+TEST(ParallelEinsum, SpmvAndSpgemm) {
+  Rng rng(11);
+  Tensor A = random_tensor(rng, {120, 90}, 0.08, fmt(SJ_FORMAT_CSR, 2));
+  Tensor x = random_tensor(rng, {90}, 1.0, fmt(SJ_FORMAT_DENSE, 1));
+  check({"y(i) = A(i,k) * x(k)", {A, x}, {}, "dense", true, "node: i is output level 0 of a dense output"});
+  // a sparse vector result: level 0 compressed, pieces joined by counts
+  check({"y(i) = A(i,k) * x(k)", {A, x}, {}, "sparse", true, "node: i is output level 0"});
+  // COO input: level 0 non-unique
+  check({"y(i) = A(i,k) * x(k)", {A, x}, {"coo", std::nullopt}, "dense", true, "node"});
+  // SpGEMM from random_matrices (power-law rows), sparse output through a where workspace
+  auto pa = test::random_power_law<int32_t, double>(rng, 150, 110, 5.0, 1.3);
+  auto pb = test::random_uniform<int32_t, double>(rng, 110, 130, 0.05);
+  Tensor P = to_tensor(default_allocator(), true, pa, ValueType::F64);
+  Tensor Q = to_tensor(default_allocator(), true, pb, ValueType::F64);
+  P.derived = std::make_shared<DerivedForms>();
+  Q.derived = std::make_shared<DerivedForms>();
+  check({"C(i,j) = A(i,k) * B(k,j)", {P, Q}, {}, "csr", true, "where workspace is per thread"});
+  check({"C(i,j) = A(i,k) * B(k,j)", {P, Q}, {}, "dcsr", true, "node"});
+  check({"C(i,j) = A(i,k) * B(k,j)", {P, Q}, {}, "dense", true, "node"});
+  // element-wise with a sparse output: emitted in order (inner schedule)
+  Tensor B2 = random_tensor(rng, {120, 90}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  check({"Z(i,j) = A(i,j) * B(i,j)", {A, B2}, {}, "csr", true, "node"});
+  // both DCSR: the outermost loop intersects two compressed levels (each narrowed to the chunk)
+  check({"Z(i,j) = A(i,j) * B(i,j)", {A, B2}, {"dcsr", "dcsr"}, "dcsr", true, "node"});
+}
+
+TEST(ParallelEinsum, ThreeDimensionalKernels) {
+  Rng rng(5);
+  Tensor T = random_tensor(rng, {40, 30, 25}, 0.05, fmt(SJ_FORMAT_CSF, 3));
+  Tensor v = random_tensor(rng, {25}, 1.0, fmt(SJ_FORMAT_DENSE, 1));
+  Tensor M = random_tensor(rng, {25, 6}, 1.0, fmt(SJ_FORMAT_DENSE, 2));
+  Tensor Bj = random_tensor(rng, {30, 6}, 1.0, fmt(SJ_FORMAT_DENSE, 2));
+  // SpTTV: sparse (CSR) output, entries emitted in order
+  check({"Y(i,j) = T(i,j,k) * v(k)", {T, v}, {}, "csr", true, "node: i is output level 0"});
+  check({"Y(i,j) = T(i,j,k) * v(k)", {T, v}, {}, "dense", true, "node"});
+  // SpTTM: dense and CSF outputs
+  check({"Y(i,j,l) = T(i,j,k) * M(k,l)", {T, M}, {}, "dense", true, "node"});
+  check({"Y(i,j,l) = T(i,j,k) * M(k,l)", {T, M}, {}, "csf", true, "node"});
+  // MTTKRP
+  check({"A(i,r) = T(i,j,k) * B(j,r) * C(k,r)", {T, Bj, M}, {}, "dense", true, "node"});
+}
+
+TEST(ParallelEinsum, ReductionOutermostStaysSerial) {
+  Rng rng(8);
+  Tensor A = random_tensor(rng, {70, 60}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  Tensor x = random_tensor(rng, {70}, 1.0, fmt(SJ_FORMAT_DENSE, 1));
+  // A is CSR over (k,i): the only order without a conversion is k,i, with k a reduction
+  EinsumTuning forced;
+  forced.loop_order = {"k", "i"};
+  check({"y(i) = A(k,i) * x(k)", {A, x}, {}, "dense", false, "sibling conflict: k is a reduction index", forced});
+  // a scalar output
+  Tensor B = random_tensor(rng, {70, 60}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  check({"s = A(i,j) * B(i,j)", {A, B}, {}, std::nullopt, false, "reduction into a scalar output"});
+  // the reference schedule: no loop nest, serial, and explain says so
+  sj_op_options o;
+  sj_op_options_init(&o);
+  o.schedule = SJ_SCHEDULE_REFERENCE;
+  EinsumPlan plan(context(7), "y(i) = A(k,i) * x(k)", {A, x}, {}, "dense", o);
+  plan.execute({A, x});
+  EXPECT_NE(plan.explain_text().find("parallel: no, serial; the reference evaluator"), std::string::npos)
+      << plan.explain_text();
+}
+
+TEST(ParallelEinsum, SumsAndSinglePrecision) {
+  Rng rng(9);
+  Tensor A = random_tensor(rng, {80, 50}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  Tensor B = random_tensor(rng, {80, 50}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  Tensor x = random_tensor(rng, {50}, 1.0, fmt(SJ_FORMAT_DENSE, 1));
+  // terms run one after another, each split on its own
+  check({"y(i) = A(i,k) * x(k) + B(i,k) * x(k)", {A, x, B}, {}, "dense", true, "node"});
+  check({"Z(i,j) = A(i,j) + B(i,j)", {A, B}, {}, "csr", true, "node"});
+  Tensor Af = random_tensor(rng, {80, 50}, 0.1, fmt(SJ_FORMAT_CSR, 2), ValueType::F32);
+  Tensor xf = random_tensor(rng, {50}, 1.0, fmt(SJ_FORMAT_DENSE, 1), ValueType::F32);
+  check({"y(i) = A(i,k) * x(k)", {Af, xf}, {}, "dense", true, "node", {}, 1e-5});
+}
+
+// The per-call thread count: options.threads caps the context's.
+TEST(ParallelEinsum, ThreadsPerCall) {
+  SplitSmallInputs split;
+  Rng rng(4);
+  Tensor A = random_tensor(rng, {100, 80}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  Tensor x = random_tensor(rng, {80}, 1.0, fmt(SJ_FORMAT_DENSE, 1));
+  Tensor want;
+  for (int requested : {1, 3, 0}) {
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.threads = requested;
+    EinsumPlan plan(context(7), "y(i) = A(i,k) * x(k)", {A, x}, {}, "dense", o);
+    const Tensor got = plan.execute({A, x});
+    if (requested == 1) want = got;
+    else EXPECT_TRUE(identical(want, got)) << requested;
+    const std::string text = plan.explain_text();
+    const int used = requested == 0 ? 7 : requested;
+    EXPECT_NE(text.find(cat("threads: ", used, " (requested ", requested, ")")), std::string::npos) << text;
+    EXPECT_EQ(text.find("last execution: 1 chunk(s)") != std::string::npos, requested == 1) << text;
+  }
+}
+
+// One plan executed by several threads at once, each call itself parallel.
+TEST(ParallelEinsum, OnePlanManyCallers) {
+  SplitSmallInputs split;
+  Rng rng(6);
+  auto pa = test::random_power_law<int32_t, double>(rng, 90, 90, 4.0, 1.3);
+  Tensor P = to_tensor(default_allocator(), true, pa, ValueType::F64);
+  P.derived = std::make_shared<DerivedForms>();
+  sj_op_options o;
+  sj_op_options_init(&o);
+  EinsumPlan plan(context(3), "C(i,j) = A(i,k) * B(k,j)", {P, P}, {}, "csr", o);
+  const Tensor want = plan.execute({P, P});
+  std::vector<Tensor> got(4);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) callers.emplace_back([&, t] { got[t] = plan.execute({P, P}); });
+  for (auto& c : callers) c.join();
+  for (auto& g : got) EXPECT_TRUE(identical(want, g));
+}
+
+TEST(ParallelEinsum, RealMatrices) {
+  auto mats = test::shared_matrices();
+  if (mats.empty()) GTEST_SKIP() << "no ../shared/data";
+  int done = 0;
+  for (auto& path : mats) {
+    Tensor A = read_tensor_file(path.string(), context(1).allocator);
+    if (A.order != 2 || A.dims[0] != A.dims[1] || A.nnz() > 60000) continue;
+    if (A.value_type != ValueType::F64 && A.value_type != ValueType::F32) continue;
+    if (!(format_spec_of(A) == fmt(SJ_FORMAT_CSR, 2))) A = convert(A, fmt(SJ_FORMAT_CSR, 2), A.index_type, context(1).allocator);
+    A.derived = std::make_shared<DerivedForms>();
+    SCOPED_TRACE(path.string());
+    Rng rng(1);
+    Tensor x = random_tensor(rng, {A.dims[1]}, 1.0, fmt(SJ_FORMAT_DENSE, 1), A.value_type);
+    check({"y(i) = A(i,k) * x(k)", {A, x}, {}, "dense", true, "node"});
+    check({"C(i,j) = A(i,k) * B(k,j)", {A, A}, {}, "csr", true, "node"});
+    if (++done == 2) break;
+  }
+  if (done == 0) GTEST_SKIP() << "no small square CSR matrix in ../shared/data";
+}
+
+}  // namespace
+}  // namespace sj::einsum
