@@ -40,15 +40,22 @@ struct FactorIndex {
 
 }  // namespace
 
-void evaluate_reference(const Expression& e, int term, const std::vector<Tensor>& operands, sj_semiring s,
-                        ReferenceResult& into) {
-  if (term < 0) {
-    for (size_t t = 0; t < e.terms.size(); ++t) evaluate_reference(e, static_cast<int>(t), operands, s, into);
-    return;
-  }
+struct ReferenceJoin::Impl {
+  const Expression* e = nullptr;
+  const Term* tm = nullptr;
+  sj_semiring s = SJ_SEMIRING_PLUS_TIMES;
+  std::vector<FactorIndex> fx;
+};
+
+ReferenceJoin::ReferenceJoin(const Expression& e, int term, const std::vector<Tensor>& operands, sj_semiring s)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->e = &e;
+  impl_->tm = &e.terms[term];
+  impl_->s = s;
   const Term& tm = e.terms[term];
   const size_t nf = tm.factors.size();
-  std::vector<FactorIndex> fx(nf);
+  auto& fx = impl_->fx;
+  fx.resize(nf);
   std::vector<bool> bound(e.index_names.size(), false);
   for (size_t f = 0; f < nf; ++f) {
     const Access& a = tm.factors[f];
@@ -62,6 +69,16 @@ void evaluate_reference(const Expression& e, int term, const std::vector<Tensor>
       fx[f].groups[key].push_back(p);
     }
   }
+}
+
+ReferenceJoin::~ReferenceJoin() = default;
+
+void ReferenceJoin::run(ReferenceResult& into, int index, int64_t lo, int64_t hi) const {
+  const Expression& e = *impl_->e;
+  const Term& tm = *impl_->tm;
+  const sj_semiring s = impl_->s;
+  const auto& fx = impl_->fx;
+  const size_t nf = tm.factors.size();
   std::vector<int64_t> value_of(e.index_names.size(), 0);
   std::vector<double> vals(nf, 0);
   // Depth-first join: factor f extends the assignment by its entries that agree with it.
@@ -81,12 +98,27 @@ void evaluate_reference(const Expression& e, int term, const std::vector<Tensor>
     auto g = fx[f].groups.find(key);
     if (g == fx[f].groups.end()) return;
     for (int64_t p : g->second) {
-      for (int m : fx[f].new_modes) value_of[a.indices[m]] = fx[f].coo.coords[m][p];
+      bool in_range = true;
+      for (int m : fx[f].new_modes) {
+        const int64_t c = fx[f].coo.coords[m][p];
+        value_of[a.indices[m]] = c;
+        if (a.indices[m] == index && (c < lo || c >= hi)) in_range = false;
+      }
+      if (!in_range) continue;
       vals[f] = fx[f].coo.values[p];
       self(self, f + 1);
     }
   };
   rec(rec, 0);
+}
+
+void evaluate_reference(const Expression& e, int term, const std::vector<Tensor>& operands, sj_semiring s,
+                        ReferenceResult& into) {
+  if (term < 0) {
+    for (size_t t = 0; t < e.terms.size(); ++t) evaluate_reference(e, static_cast<int>(t), operands, s, into);
+    return;
+  }
+  ReferenceJoin(e, term, operands, s).run(into);
 }
 
 Tensor reference_to_tensor(const ReferenceResult& r, const FormatSpec& spec, const std::array<int64_t, kMaxOrder>& dims,

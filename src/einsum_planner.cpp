@@ -447,7 +447,7 @@ EinsumPlan::EinsumPlan(const Context& ctx, std::string_view expression, const st
     const sj_schedule want = options_.schedule;
     if (want == SJ_SCHEDULE_REFERENCE) {
       tp.kernel_source = "reference";
-      tp.parallel.reason = "the reference evaluator (a hash join, no loop nest) runs serially";
+      tp.parallel = reference_parallelism();
       continue;
     }
     for (size_t c = 0; c < tp.candidates.size(); ++c) {
@@ -482,8 +482,7 @@ EinsumPlan::EinsumPlan(const Context& ctx, std::string_view expression, const st
     } else {
       tp.kernel_source = "reference";
       tp.jit_error = r.error;
-      tp.parallel.parallel = false;
-      tp.parallel.reason = "the reference evaluator (LLVM failed) runs serially";
+      tp.parallel = reference_parallelism();
       ctx_.logger->warn("einsum: LLVM compilation failed, using the reference evaluator: {}", r.error);
     }
   }
@@ -528,7 +527,7 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   for (size_t t = 0; t < terms_.size(); ++t) {
     TermPlan& tp = terms_[t];
     if (!tp.kernel) {
-      evaluate_reference(expr_, static_cast<int>(t), operands, sr, ref);
+      run_reference(static_cast<int>(t), operands, workers, ref);
       continue;
     }
     const Term& term = expr_.terms[t];
@@ -654,6 +653,50 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   return result;
 }
 
+LoopParallelism EinsumPlan::reference_parallelism() const {
+  LoopParallelism p;
+  if (expr_.output.indices.empty()) {
+    p.level = "sibling";
+    p.reason = "the reference evaluator's join into a scalar output: every product adds into the one entry";
+    return p;
+  }
+  p.parallel = true;
+  p.index = expr_.output.indices[0];
+  p.level = "node";
+  p.reason = cat("node: the reference evaluator's join split by ranges of ", expr_.index_names[p.index],
+                 ", an output index: each output entry is formed within one range");
+  return p;
+}
+
+// A term of the reference evaluator: its join split by ranges of the output's first index
+// (each output entry is formed within one range). Each chunk starts from the entries earlier
+// terms left in its range, so every entry's sum continues exactly as in the serial join.
+void EinsumPlan::run_reference(int t, const std::vector<Tensor>& operands, Workers& workers, ReferenceResult& ref) const {
+  const ReferenceJoin join(expr_, t, operands, options_.semiring);
+  const LoopParallelism& par = terms_[t].parallel;
+  const int64_t n = par.parallel ? index_dims_[par.index] : 0;
+  Partition part;
+  part.bounds = {0, std::max<int64_t>(0, n)};
+  if (par.parallel && workers.threads > 1 && n > 1) {
+    int64_t entries = 0;
+    for (auto& f : expr_.terms[t].factors) entries += operands[expr_.operand_of(f)].nnz();
+    part = partition_even(n, std::max<int64_t>(1, entries / n), workers, "ranges of an output index (reference join)");
+  }
+  if (part.chunks() <= 1) {
+    join.run(ref);
+    return;
+  }
+  std::vector<ReferenceResult> pieces(static_cast<size_t>(part.chunks()));
+  workers.run_indexed(part, [&](int64_t c, int64_t lo, int64_t hi) {
+    pieces[c].insert(ref.lower_bound(std::vector<int64_t>{lo}), ref.lower_bound(std::vector<int64_t>{hi}));
+    join.run(pieces[c], par.index, lo, hi);
+  });
+  for (int64_t c = 0; c < part.chunks(); ++c) {
+    ref.erase(ref.lower_bound(std::vector<int64_t>{part.begin(c)}), ref.lower_bound(std::vector<int64_t>{part.end(c)}));
+    ref.merge(pieces[c]);
+  }
+}
+
 std::string EinsumPlan::explain_text() const {
   std::string out = cat("einsum ", expr_.canonical(), "  (semiring ", to_string(options_.semiring), ", schedule requested ",
                         to_string(options_.schedule), ")\n");
@@ -701,7 +744,10 @@ std::string EinsumPlan::explain_text() const {
     else
       std::snprintf(k, sizeof k, "    kernel: reference evaluator\n");
     out += k;
-    if (tp.parallel.index >= 0 && tp.parallel.parallel)
+    if (!tp.kernel && tp.parallel.parallel)
+      out += cat("    parallel: yes, the reference evaluator's join split among threads by ranges of ",
+                 expr_.index_names[tp.parallel.index], "; ", tp.parallel.reason, "\n");
+    else if (tp.parallel.index >= 0 && tp.parallel.parallel)
       out += cat("    parallel: yes, outermost loop ", expr_.index_names[tp.parallel.index],
                  " split among threads by estimated work, chunks taken dynamically (one chunk when the work is small); ",
                  tp.parallel.reason, "\n");
@@ -749,7 +795,7 @@ std::string EinsumPlan::explain() const {
         .field("error", tp.jit_error).end_object();
     w.key("parallel").begin_object()
         .field("outer_index", tp.parallel.index >= 0 ? expr_.index_names[tp.parallel.index] : std::string())
-        .field("parallel", tp.parallel.parallel && tp.kernel != nullptr).field("dependence", tp.parallel.level)
+        .field("parallel", tp.parallel.parallel).field("dependence", tp.parallel.level)
         .field("reason", tp.parallel.reason).end_object();
     w.end_object();
   }

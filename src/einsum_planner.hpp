@@ -13,9 +13,11 @@
 // coordinate range by estimated work, taken dynamically; a dense output is written in place,
 // a sparse one as per-chunk pieces joined in order. Every output entry is computed within one
 // chunk exactly as in the serial loop, so results are bit-identical for any thread count.
-// Terms of a sum run one after the other (each split on its own); reference terms are serial.
+// Terms of a sum run one after the other, each split on its own; a term of the reference
+// evaluator splits its join by ranges of an output index (kernels/einsum_reference.hpp).
 #pragma once
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +29,7 @@
 #include "src/iteration_graph.hpp"
 #include "src/loop_dependence.hpp"
 #include "src/loop_ir.hpp"
+#include "src/work_partition.hpp"
 
 namespace sj::jit {
 class EinsumKernel;
@@ -87,6 +90,9 @@ class EinsumPlan {
   std::vector<EinsumCandidate> candidates_for(const Term& term, const IterationGraph& g, const std::vector<Tensor>& ops);
   double simulate(const Term& term, const EinsumCandidate& c, const std::vector<Tensor>& ops) const;
   Tensor factor_tensor(const Tensor& operand, const FormatSpec& spec) const;
+  LoopParallelism reference_parallelism() const;
+  void run_reference(int term, const std::vector<Tensor>& operands, Workers& workers,
+                     std::map<std::vector<int64_t>, double>& ref) const;
 
   const Context& ctx_;
   Expression expr_;

@@ -311,14 +311,46 @@ TEST(ParallelEinsum, ReductionOutermostStaysSerial) {
   // a scalar output
   Tensor B = random_tensor(rng, {70, 60}, 0.1, fmt(SJ_FORMAT_CSR, 2));
   check({"s = A(i,j) * B(i,j)", {A, B}, {}, std::nullopt, false, "reduction into a scalar output"});
-  // the reference schedule: no loop nest, serial, and explain says so
-  sj_op_options o;
-  sj_op_options_init(&o);
-  o.schedule = SJ_SCHEDULE_REFERENCE;
-  EinsumPlan plan(context(7), "y(i) = A(k,i) * x(k)", {A, x}, {}, "dense", o);
-  plan.execute({A, x});
-  EXPECT_NE(plan.explain_text().find("parallel: no, serial; the reference evaluator"), std::string::npos)
-      << plan.explain_text();
+}
+
+// The reference evaluator splits its join by ranges of an output index (sums included: each
+// range continues the entries earlier terms left); a scalar output keeps it serial.
+TEST(ParallelEinsum, ReferenceJoinSplitsByOutputIndex) {
+  SplitSmallInputs split;
+  Rng rng(12);
+  Tensor A = random_tensor(rng, {60, 50}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  Tensor B = random_tensor(rng, {60, 50}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  Tensor C = random_tensor(rng, {50, 40}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  Tensor x = random_tensor(rng, {50}, 1.0, fmt(SJ_FORMAT_DENSE, 1));
+  struct R {
+    std::string expr;
+    std::vector<Tensor> ops;
+    std::optional<std::string> out;
+    bool parallel;
+  } cases[] = {
+      {"y(i) = A(i,k) * x(k) + B(i,k) * x(k)", {A, x, B}, "dense", true},
+      {"Z(i,j) = A(i,k) * C(k,j) + B(i,k) * C(k,j)", {A, C, B}, "csr", true},
+      {"s = A(i,j) * B(i,j)", {A, B}, std::nullopt, false},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.expr);
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.schedule = SJ_SCHEDULE_REFERENCE;
+    Tensor first;
+    for (int threads : kThreadCounts) {
+      EinsumPlan plan(context(threads), c.expr, c.ops, {}, c.out, o);
+      const Tensor got = plan.execute(c.ops);
+      if (threads == 1) first = got;
+      else EXPECT_TRUE(identical(first, got)) << threads << " threads";
+      const std::string text = plan.explain_text();
+      EXPECT_NE(text.find(c.parallel ? "parallel: yes, the reference evaluator's join split among threads by ranges of i"
+                                     : "parallel: no, serial; the reference evaluator's join into a scalar output"),
+                std::string::npos)
+          << text;
+      EXPECT_EQ(text.find("last execution: 1 chunk(s)") == std::string::npos, c.parallel && threads > 1) << text;
+    }
+  }
 }
 
 TEST(ParallelEinsum, SumsAndSinglePrecision) {
