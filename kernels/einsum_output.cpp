@@ -90,6 +90,42 @@ void StreamingAssembler::append(const StreamingAssembler& piece) {
   }
 }
 
+void StreamingAssembler::append_all(const std::vector<std::unique_ptr<StreamingAssembler>>& pieces, Workers& w,
+                                    const Partition& p) {
+  const int r = spec.order;
+  const int D = dense_prefix;
+  const size_t k = pieces.size();
+  // offsets of each piece in every array: a prefix sum over the pieces, from the current sizes
+  std::vector<std::array<int64_t, kMaxOrder>> crd_at(k + 1), pos_at(k + 1);
+  std::vector<int64_t> val_at(k + 1);
+  for (int l = D; l < r; ++l) crd_at[0][l] = static_cast<int64_t>(crd[l].size()), pos_at[0][l] = static_cast<int64_t>(pos[l].size());
+  val_at[0] = static_cast<int64_t>(values.size());
+  for (size_t c = 0; c < k; ++c) {
+    const StreamingAssembler& q = *pieces[c];
+    for (int l = D; l < r; ++l) {
+      crd_at[c + 1][l] = crd_at[c][l] + static_cast<int64_t>(q.crd[l].size());
+      pos_at[c + 1][l] = pos_at[c][l] + static_cast<int64_t>(q.pos[l].size());
+    }
+    val_at[c + 1] = val_at[c] + static_cast<int64_t>(q.values.size());
+    out_of_order |= q.out_of_order;
+    if (q.any) any = true, last = q.last;
+    if (D == 0) first_counts[0] += q.first_counts[0];  // one counter shared by every piece
+  }
+  for (int l = D; l < r; ++l) crd[l].resize(crd_at[k][l]), pos[l].resize(pos_at[k][l]);
+  values.resize(val_at[k]);
+  w.run_indexed(p, [&](int64_t c, int64_t, int64_t) {
+    const StreamingAssembler& q = *pieces[c];
+    if (D > 0)  // disjoint ranges of dense positions
+      std::copy(q.first_counts.begin(), q.first_counts.end(), first_counts.begin() + (q.dense_base - dense_base));
+    for (int l = D; l < r; ++l) {
+      std::copy(q.crd[l].begin(), q.crd[l].end(), crd[l].begin() + crd_at[c][l]);
+      int64_t* out = pos[l].data() + pos_at[c][l];
+      for (size_t i = 0; i < q.pos[l].size(); ++i) out[i] = q.pos[l][i] + crd_at[c][l];
+    }
+    std::copy(q.values.begin(), q.values.end(), values.begin() + val_at[c]);
+  });
+}
+
 Tensor StreamingAssembler::finish(IndexType it, ValueType vt, const Allocator& alloc) {
   if (out_of_order) fail(SJ_ERR_INTERNAL, "einsum output: an entry was emitted twice (please report)");
   const int r = spec.order;

@@ -4,9 +4,11 @@
 // levels are assembled as the stream arrives: no coordinate list, no sort.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "src/convert.hpp"
+#include "src/work_partition.hpp"
 
 namespace sj::einsum {
 
@@ -32,6 +34,9 @@ struct StreamingAssembler : EmitSink {
   // Appends `piece`, whose entries all follow this one's in level order (the next chunk's):
   // its dense counts land at their positions, its segment starts move by this one's lengths.
   void append(const StreamingAssembler& piece);
+  // The same for every piece of a parallel run (pieces[c] from chunk c of `p`, in order): the
+  // lengths are prefix-summed, then each piece is copied at its offset by the workers.
+  void append_all(const std::vector<std::unique_ptr<StreamingAssembler>>& pieces, Workers& w, const Partition& p);
   Tensor finish(IndexType it, ValueType vt, const Allocator& alloc);
 
   FormatSpec spec;

@@ -576,7 +576,7 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
                     ws ? ws->flags.data() : nullptr, ws ? ws->list.data() : nullptr, lo, hi);
       if (ws) wspool.give(std::move(ws));
     });
-    for (auto& p : pieces) stream->append(*p);
+    if (!pieces.empty()) stream->append_all(pieces, workers, part);
     if (!coos.empty()) {
       CooTensor joined = std::move(coos[0]->coo);
       for (size_t c = 1; c < coos.size(); ++c) {

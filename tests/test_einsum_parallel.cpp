@@ -253,6 +253,18 @@ TEST(ParallelEinsum, AssemblerPiecesJoinToTheWhole) {
       joined.append(piece);
     }
     EXPECT_TRUE(identical(want, joined.finish(IndexType::I32, ValueType::F64, default_allocator()))) << f;
+    // all at once, copied at prefix-summed offsets by three threads
+    Partition part;
+    part.bounds.assign(std::begin(bounds), std::end(bounds));
+    std::vector<std::unique_ptr<StreamingAssembler>> pieces;
+    for (int c = 0; c + 1 < 6; ++c) {
+      pieces.push_back(std::make_unique<StreamingAssembler>(spec, dims, bounds[c], bounds[c + 1]));
+      feed(*pieces.back(), bounds[c], bounds[c + 1]);
+    }
+    StreamingAssembler all(spec, dims);
+    Workers w = Workers::for_call(context(3), 0);
+    all.append_all(pieces, w, part);
+    EXPECT_TRUE(identical(want, all.finish(IndexType::I32, ValueType::F64, default_allocator()))) << f;
   }
 }
 
