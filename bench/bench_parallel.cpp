@@ -1,5 +1,6 @@
-// Parallel scaling (issue 6): each operation with 1 and 2 threads, ours (through the C API,
-// a plan executed repeatedly, schedule chosen by the planner) against SuiteSparse:GraphBLAS
+// Parallel scaling (issue 6): each operation (and three index-notation expressions) with 1 and
+// 2 threads, ours (through the C API, a plan executed repeatedly, schedule chosen by the
+// planner) against SuiteSparse:GraphBLAS
 // with the same thread count (GxB_NTHREADS), and SpGEMM on a skewed power-law input with
 // static row partitioning (one equal-row chunk per thread) against our dynamic work-balanced
 // chunks. Prints one table.
@@ -143,6 +144,34 @@ struct Ours {
       const std::string s(text);
       const size_t at = s.find("\"chosen\":\"");
       *schedule = at == std::string::npos ? "?" : s.substr(at + 10, s.find('"', at + 10) - at - 10);
+    }
+    auto shared = std::shared_ptr<sj_plan>(p, [](sj_plan* q) { sj_plan_destroy(q); });
+    return [shared, ops] {
+      sj_tensor* out = nullptr;
+      if (sj_plan_execute(shared.get(), ops.data(), static_cast<int>(ops.size()), &out) != SJ_OK) {
+        std::fprintf(stderr, "execute failed: %s\n", sj_last_error_message());
+        std::exit(1);
+      }
+      sj_tensor_destroy(out);
+    };
+  }
+  // An index-notation plan (sj_einsum_plan) run with `threads`.
+  std::function<void()> einsum(const char* expr, std::vector<const sj_tensor*> ops, const char* out_format, int threads,
+                               std::string* schedule) {
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.threads = threads;
+    sj_plan* p = nullptr;
+    if (sj_einsum_plan(ctx, expr, ops.data(), static_cast<int>(ops.size()), nullptr, out_format, &o, &p) != SJ_OK) {
+      std::fprintf(stderr, "einsum plan failed: %s\n", sj_last_error_message());
+      std::exit(1);
+    }
+    if (schedule) {
+      const char* text = nullptr;
+      sj_plan_explain(p, &text);
+      const std::string s(text);
+      const size_t at = s.find("\"chosen\":\"");
+      *schedule = "einsum " + (at == std::string::npos ? "?" : s.substr(at + 10, s.find('"', at + 10) - at - 10));
     }
     auto shared = std::shared_ptr<sj_plan>(p, [](sj_plan* q) { sj_plan_destroy(q); });
     return [shared, ops] {
@@ -320,6 +349,40 @@ int main(int argc, char** argv) {
     Row r{o.op, o.input, ""};
     std::vector<std::function<void()>> sys{ours.plan(o.code, o.ops, 1, o.transpose_b, &r.schedule),
                                            ours.plan(o.code, o.ops, 2, o.transpose_b, nullptr)};
+#ifdef SJ_BENCH_HAVE_GRAPHBLAS
+    if (have_grb) {
+      sys.push_back(with_grb_threads(1, o.grb));
+      sys.push_back(with_grb_threads(2, o.grb));
+    }
+#endif
+    const auto t = time_all(sys);
+    r.ours1 = t[0];
+    r.ours2 = t[1];
+    if (t.size() > 2) {
+      r.grb1 = t[2];
+      r.grb2 = t[3];
+    }
+    rows.push_back(r);
+    std::fprintf(stderr, "  %s (%s): %.2f / %.2f ms\n", r.op.c_str(), r.schedule.c_str(), r.ours1, r.ours2);
+  }
+  // Index notation (issue 6 item 3): the outermost loop split where the dependence test allows.
+  struct Ein {
+    std::string op, input;
+    const char* expr;
+    std::vector<const sj_tensor*> ops;
+    const char* out_format;
+    std::function<void()> grb;
+  };
+  std::vector<Ein> einv;
+  einv.push_back({"einsum y(i)=A(i,k)*x(k)", nb, "y(i) = A(i,k) * x(k)", {hb, hxd}, "dense", GRB(mxv(gb, gxd))});
+  einv.push_back({"einsum C(i,j)=A(i,k)*B(k,j)", nu, "C(i,j) = A(i,k) * B(k,j)", {hu, hu}, "csr", GRB(mxm(gu, gu, nullptr))});
+  einv.push_back({"einsum C(i,j)=A(i,k)*B(k,j)", np, "C(i,j) = A(i,k) * B(k,j)", {hp, hp}, "csr", GRB(mxm(gp, gp, nullptr))});
+  einv.push_back({"einsum Z(i,j)=A(i,j)*B(i,j)", nb, "Z(i,j) = A(i,j) * B(i,j)", {hb, hb2}, "csr",
+                  GRB(ewise(gb, gb2, false, false))});
+  for (auto& o : einv) {
+    Row r{o.op, o.input, ""};
+    std::vector<std::function<void()>> sys{ours.einsum(o.expr, o.ops, o.out_format, 1, &r.schedule),
+                                           ours.einsum(o.expr, o.ops, o.out_format, 2, nullptr)};
 #ifdef SJ_BENCH_HAVE_GRAPHBLAS
     if (have_grb) {
       sys.push_back(with_grb_threads(1, o.grb));
