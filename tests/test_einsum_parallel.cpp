@@ -142,6 +142,7 @@ struct Case {
   std::string words;         // in explain's reason
   EinsumTuning tuning = {};
   double tol = 1e-9;
+  sj_schedule schedule = SJ_SCHEDULE_AUTO;
 };
 
 // Runs the case with 1/2/3/7 threads: all results identical to the one-thread result, which
@@ -153,6 +154,7 @@ void check(const Case& c) {
   sj_op_options_init(&o);
   sj_op_options ro = o;
   ro.schedule = SJ_SCHEDULE_REFERENCE;
+  o.schedule = c.schedule;
   const Tensor want = EinsumPlan(context(1), c.expr, c.ops, c.formats, c.out_format, ro).execute(c.ops);
   Tensor first;
   for (int threads : kThreadCounts) {
@@ -310,6 +312,24 @@ TEST(ParallelEinsum, ThreeDimensionalKernels) {
   check({"Y(i,j,l) = T(i,j,k) * M(k,l)", {T, M}, {}, "csf", true, "node"});
   // MTTKRP
   check({"A(i,r) = T(i,j,k) * B(j,r) * C(k,r)", {T, Bj, M}, {}, "dense", true, "node"});
+}
+
+// SparseConflicts' kernels: forsome/forsame (search) and transpose-then-compute schedules.
+TEST(ParallelEinsum, SearchAndTransposeSchedules) {
+  Rng rng(21);
+  Tensor B = random_tensor(rng, {90, 90}, 0.08, fmt(SJ_FORMAT_CSR, 2));
+  Tensor C = random_tensor(rng, {90, 90}, 0.08, fmt(SJ_FORMAT_CSR, 2));
+  // forsome i ... forsame i: i is the output's index; forsome j ... forsame j: j is a reduction
+  EinsumTuning iji, jij;
+  iji.loop_order = {"i", "j", "i"};
+  jij.loop_order = {"j", "i", "j"};
+  check({"a(i) = B(i,j) * C(j,i)", {B, C}, {}, "dense", true, "node", iji, 1e-9, SJ_SCHEDULE_SEARCH});
+  check({"a(i) = B(i,j) * C(j,i)", {B, C}, {}, "dense", false, "sibling conflict: j is a reduction", jij, 1e-9,
+         SJ_SCHEDULE_SEARCH});
+  check({"Z(i,j) = B(i,j) * C(j,i)", {B, C}, {}, "csr", true, "node", {}, 1e-9, SJ_SCHEDULE_SEARCH});
+  // transpose-then-compute: the planner picks order i,j (C converted), the cheaper one here
+  check({"a(i) = B(i,j) * C(j,i)", {B, C}, {}, "dense", true, "node", {}, 1e-9, SJ_SCHEDULE_TRANSPOSE});
+  check({"Z(i,j) = B(i,j) * C(j,i)", {B, C}, {}, "csr", true, "node", {}, 1e-9, SJ_SCHEDULE_TRANSPOSE});
 }
 
 TEST(ParallelEinsum, ReductionOutermostStaysSerial) {
