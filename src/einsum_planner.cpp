@@ -102,11 +102,78 @@ std::vector<int64_t> entries_under_level0(const Tensor& t) {
   return out;
 }
 
-// Estimated work per coordinate of the outermost loop's index: 1 plus the entries under that
-// coordinate of every factor whose level 0 the loop binds.
+// Calls f(coordinate, position) for the entries of level l of `t` under position `parent`
+// of level l-1 (level 0: the root). Dense and compressed levels.
+template <class F> void for_segment(const Tensor& t, int l, int64_t parent, F&& f) {
+  const Level& lv = t.levels[l];
+  if (lv.kind == LevelKind::Dense) {
+    const int64_t d = t.level_dim(l);
+    for (int64_t c = 0; c < d; ++c) f(c, parent * d + c);
+    return;
+  }
+  const int64_t* pos = lv.pos.as<int64_t>();
+  with_types(t.index_type, ValueType::F64, [&](auto i, auto) {
+    using I = decltype(i);
+    const I* crd = lv.crd.as<I>();
+    for (int64_t p = pos[parent]; p < pos[parent + 1]; ++p) f(static_cast<int64_t>(crd[p]), p);
+  });
+}
+
+// Estimated work per coordinate of the outermost loop's index: 1, plus the entries under that
+// coordinate of every factor whose level 0 the loop binds, plus (second loop) for each entry
+// of such a factor's level 1, the entries under that coordinate of every factor whose level 0
+// the second loop binds: the multiply count of a Gustavson row for SpGEMM, where a row's
+// length alone says little. Serial, once per execution: O(entries of the first levels).
 std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<Tensor>& held, int64_t n) {
   std::vector<int64_t> prefix(static_cast<size_t>(n) + 1, 0);
   for (int64_t c = 0; c < n; ++c) prefix[c + 1] = 1;
+  if (nest.loops.size() >= 2) {
+    const Loop& l0 = nest.loops[0];
+    const Loop& l1 = nest.loops[1];
+    auto refs = [](const Loop& lp) {
+      std::vector<LevelRef> r = lp.iterate;
+      r.insert(r.end(), lp.locate.begin(), lp.locate.end());
+      return r;
+    };
+    // entries under each coordinate of the second loop's index, summed over the factors it starts
+    const int64_t n1 = l1.index == l0.index ? 0 : [&] {
+      int64_t d = 0;
+      for (auto& r : refs(l1))
+        if (r.level == 0) d = std::max(d, held[r.factor].level_dim(0));
+      return d;
+    }();
+    std::vector<int64_t> under1(static_cast<size_t>(n1), 0);
+    bool any1 = false;
+    for (auto& r : refs(l1)) {
+      if (r.level != 0 || n1 == 0) continue;
+      const Tensor& t = held[r.factor];
+      const std::vector<int64_t> under = entries_under_level0(t);
+      for_segment(t, 0, 0, [&](int64_t c, int64_t p) {
+        if (c >= 0 && c < n1) under1[static_cast<size_t>(c)] += under[static_cast<size_t>(p)];
+      });
+      any1 = true;
+    }
+    // equal everywhere (a dense factor: SpMV's x, MTTKRP's B): proportional to the entries of
+    // level 1, which the level-0 term already counts; skip the pass over them
+    if (any1 && std::all_of(under1.begin(), under1.end(), [&](int64_t u) { return u == under1[0]; })) any1 = false;
+    if (any1)
+      for (auto& r0 : refs(l0)) {
+        if (r0.level != 0) continue;
+        const Tensor& t = held[r0.factor];
+        if (t.order < 2 || t.levels[1].kind == LevelKind::Singleton) continue;
+        bool second = false;  // the factor's level 1 is bound by the second loop
+        for (auto& r : refs(l1)) second |= r.factor == r0.factor && r.level == 1;
+        if (!second) continue;
+        for_segment(t, 0, 0, [&](int64_t c, int64_t p) {
+          if (c < 0 || c >= n) return;
+          int64_t w = 0;
+          for_segment(t, 1, p, [&](int64_t k, int64_t) {
+            if (k >= 0 && k < n1) w += under1[static_cast<size_t>(k)];
+          });
+          prefix[static_cast<size_t>(c) + 1] += w;
+        });
+      }
+  }
   const Loop& lp = nest.loops[0];
   auto add = [&](const LevelRef& r) {
     if (r.level != 0) return;
