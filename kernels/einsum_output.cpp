@@ -72,58 +72,71 @@ StreamingAssembler::StreamingAssembler(const FormatSpec& s, const std::array<int
   };
 }
 
-void StreamingAssembler::append(const StreamingAssembler& piece) {
+Tensor StreamingAssembler::finish_pieces(const std::vector<std::unique_ptr<StreamingAssembler>>& pieces, Workers& w,
+                                         const Partition& part, IndexType it, ValueType vt, const Allocator& alloc) {
+  const StreamingAssembler& first = *pieces.front();
+  const FormatSpec& spec = first.spec;
   const int r = spec.order;
-  const int D = dense_prefix;
-  for (size_t q = 0; q < piece.first_counts.size(); ++q)
-    first_counts[static_cast<size_t>(piece.dense_base - dense_base) + q] += piece.first_counts[q];
-  for (int l = D; l < r; ++l) {
-    const int64_t shift = static_cast<int64_t>(crd[l].size());
-    for (int64_t p : piece.pos[l]) pos[l].push_back(p + shift);
-    crd[l].insert(crd[l].end(), piece.crd[l].begin(), piece.crd[l].end());
-  }
-  values.insert(values.end(), piece.values.begin(), piece.values.end());
-  out_of_order |= piece.out_of_order;
-  if (piece.any) {
-    any = true;
-    last = piece.last;
-  }
-}
-
-void StreamingAssembler::append_all(const std::vector<std::unique_ptr<StreamingAssembler>>& pieces, Workers& w,
-                                    const Partition& p) {
-  const int r = spec.order;
-  const int D = dense_prefix;
+  const int D = first.dense_prefix;
   const size_t k = pieces.size();
-  // offsets of each piece in every array: a prefix sum over the pieces, from the current sizes
+  int64_t total_dense = 1;
+  for (int l = 0; l < D; ++l) total_dense *= first.dims[spec.mode_order[l]];
+  // offsets of each piece in every array: a prefix sum over the pieces
   std::vector<std::array<int64_t, kMaxOrder>> crd_at(k + 1), pos_at(k + 1);
-  std::vector<int64_t> val_at(k + 1);
-  for (int l = D; l < r; ++l) crd_at[0][l] = static_cast<int64_t>(crd[l].size()), pos_at[0][l] = static_cast<int64_t>(pos[l].size());
-  val_at[0] = static_cast<int64_t>(values.size());
+  std::vector<int64_t> val_at(k + 1, 0);
   for (size_t c = 0; c < k; ++c) {
     const StreamingAssembler& q = *pieces[c];
+    if (q.out_of_order) fail(SJ_ERR_INTERNAL, "einsum output: an entry was emitted twice (please report)");
     for (int l = D; l < r; ++l) {
       crd_at[c + 1][l] = crd_at[c][l] + static_cast<int64_t>(q.crd[l].size());
       pos_at[c + 1][l] = pos_at[c][l] + static_cast<int64_t>(q.pos[l].size());
     }
     val_at[c + 1] = val_at[c] + static_cast<int64_t>(q.values.size());
-    out_of_order |= q.out_of_order;
-    if (q.any) any = true, last = q.last;
-    if (D == 0) first_counts[0] += q.first_counts[0];  // one counter shared by every piece
   }
-  for (int l = D; l < r; ++l) crd[l].resize(crd_at[k][l]), pos[l].resize(pos_at[k][l]);
-  values.resize(val_at[k]);
-  w.run_indexed(p, [&](int64_t c, int64_t, int64_t) {
-    const StreamingAssembler& q = *pieces[c];
-    if (D > 0)  // disjoint ranges of dense positions
-      std::copy(q.first_counts.begin(), q.first_counts.end(), first_counts.begin() + (q.dense_base - dense_base));
-    for (int l = D; l < r; ++l) {
-      std::copy(q.crd[l].begin(), q.crd[l].end(), crd[l].begin() + crd_at[c][l]);
-      int64_t* out = pos[l].data() + pos_at[c][l];
-      for (size_t i = 0; i < q.pos[l].size(); ++i) out[i] = q.pos[l][i] + crd_at[c][l];
+  Tensor t;
+  t.order = r;
+  t.dims = first.dims;
+  t.mode_order = spec.mode_order;
+  t.index_type = it;
+  t.value_type = vt;
+  t.levels.resize(r);
+  for (int l = 0; l < r; ++l) {
+    Level& lv = t.levels[l];
+    lv.kind = spec.kinds[l];
+    if (l < D) continue;
+    const int64_t npos = l == D ? total_dense + 1 : pos_at[k][l] + 1;
+    lv.pos = Buffer::allocate_array(alloc, npos, sizeof(int64_t));
+    lv.crd = Buffer::allocate_array(alloc, crd_at[k][l], static_cast<size_t>(index_size(it)));
+    int64_t* pp = lv.pos.as_mut<int64_t>();
+    pp[npos - 1] = crd_at[k][l];
+    if (l == D) {  // counts per dense position (one shared counter without dense levels), prefix-summed
+      std::vector<int64_t> counts(static_cast<size_t>(total_dense), 0);
+      for (auto& q : pieces)
+        for (size_t i = 0; i < q->first_counts.size(); ++i) counts[static_cast<size_t>(q->dense_base) + i] += q->first_counts[i];
+      pp[0] = 0;
+      for (int64_t i = 0; i < total_dense; ++i) pp[i + 1] = pp[i] + counts[static_cast<size_t>(i)];
     }
-    std::copy(q.values.begin(), q.values.end(), values.begin() + val_at[c]);
+  }
+  t.values = Buffer::allocate_array(alloc, val_at[k], static_cast<size_t>(value_size(vt)));
+  w.run_indexed(part, [&](int64_t c, int64_t, int64_t) {
+    const StreamingAssembler& q = *pieces[c];
+    with_types(it, vt, [&](auto i, auto v) {
+      using I = decltype(i);
+      using V = decltype(v);
+      for (int l = D; l < r; ++l) {
+        I* crd = t.levels[l].crd.as_mut<I>() + crd_at[c][l];
+        for (size_t e = 0; e < q.crd[l].size(); ++e) crd[e] = static_cast<I>(q.crd[l][e]);
+        if (l > D) {
+          int64_t* pos = t.levels[l].pos.as_mut<int64_t>() + pos_at[c][l];
+          for (size_t e = 0; e < q.pos[l].size(); ++e) pos[e] = q.pos[l][e] + crd_at[c][l];
+        }
+      }
+      V* val = t.values.as_mut<V>() + val_at[c];
+      for (size_t e = 0; e < q.values.size(); ++e)
+        val[e] = std::is_same_v<V, uint8_t> ? static_cast<V>(q.values[e] != 0) : static_cast<V>(q.values[e]);
+    });
   });
+  return t;
 }
 
 Tensor StreamingAssembler::finish(IndexType it, ValueType vt, const Allocator& alloc) {

@@ -31,12 +31,12 @@ struct StreamingAssembler : EmitSink {
   // by one chunk (its dense positions, if level 0 is dense, start at lo's).
   StreamingAssembler(const FormatSpec& spec, const std::array<int64_t, kMaxOrder>& dims, int64_t lo, int64_t hi);
   static bool supports(const FormatSpec& spec);
-  // Appends `piece`, whose entries all follow this one's in level order (the next chunk's):
-  // its dense counts land at their positions, its segment starts move by this one's lengths.
-  void append(const StreamingAssembler& piece);
-  // The same for every piece of a parallel run (pieces[c] from chunk c of `p`, in order): the
-  // lengths are prefix-summed, then each piece is copied at its offset by the workers.
-  void append_all(const std::vector<std::unique_ptr<StreamingAssembler>>& pieces, Workers& w, const Partition& p);
+  // The tensor of the pieces of a parallel run (pieces[c] from chunk c of `p`, whose entries
+  // follow those of pieces[c-1] in level order), built without an intermediate copy: the
+  // pieces' lengths are prefix-summed, the result's arrays allocated at exact size, and the
+  // workers copy each piece at its offset (segment starts shifted, dense counts summed).
+  static Tensor finish_pieces(const std::vector<std::unique_ptr<StreamingAssembler>>& pieces, Workers& w,
+                              const Partition& p, IndexType it, ValueType vt, const Allocator& alloc);
   Tensor finish(IndexType it, ValueType vt, const Allocator& alloc);
 
   FormatSpec spec;

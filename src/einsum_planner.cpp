@@ -585,6 +585,7 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   std::vector<CooTensor> emitted;
   // one compiled term into a sparse output: assembled as the kernel emits (sorted, unique)
   std::optional<StreamingAssembler> stream;
+  std::optional<Tensor> streamed;  // the same output built from a parallel run's pieces
   bool all_compiled = true;
   for (auto& tp : terms_) all_compiled &= tp.kernel != nullptr;
   if (!dense_result && terms_.size() == 1 && all_compiled && StreamingAssembler::supports(output_format_))
@@ -643,7 +644,7 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
                     ws ? ws->flags.data() : nullptr, ws ? ws->list.data() : nullptr, lo, hi);
       if (ws) wspool.give(std::move(ws));
     });
-    if (!pieces.empty()) stream->append_all(pieces, workers, part);
+    if (!pieces.empty()) streamed = StreamingAssembler::finish_pieces(pieces, workers, part, index_type_, value_type_, ctx_.allocator);
     if (!coos.empty()) {
       CooTensor joined = std::move(coos[0]->coo);
       for (size_t c = 1; c < coos.size(); ++c) {
@@ -694,6 +695,8 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
       });
       result = from_coo(coo, output_format_, index_type_, value_type_, ctx_.allocator);
     }
+  } else if (streamed) {
+    result = std::move(*streamed);
   } else if (stream) {
     result = stream->finish(index_type_, value_type_, ctx_.allocator);
   } else if (emitted.size() == 1 && ref.empty()) {
