@@ -28,6 +28,8 @@ const char* const kEinsumUsage = R"USAGE(  sparsejit einsum "EXPR" --tensor NAME
     --semiring NAME        plus-times | min-plus | max-times | or-and | plus-pair
     --scalar               compile without SIMD for a baseline x86-64 (ablation)
     --repeat N             timed executions after the first (default 10)
+    --threads T            worker threads (default: the context's; the outermost loop is split
+                           where the dependence test allows, see --explain)
     --explain              print the plan: iteration graph, candidates, loop nest, kernel source
     --csv                  one line: expression,schedule,order,kernel_source,compile_ms,median_ms,min_ms,nnz_out,checksum
 )USAGE";
@@ -56,7 +58,7 @@ int einsum_main(int argc, char** argv) {
   std::map<std::string, std::pair<std::string, std::string>> files;  // name -> (path, format)
   std::string output, output_format, schedule = "auto", semiring = "plus-times", order;
   bool explain = false, csv = false, scalar = false;
-  int repeat = 10;
+  int repeat = 10, threads = 0;
   for (int i = 3; i < argc; ++i) {
     std::string f = argv[i];
     auto value = [&]() -> std::string {
@@ -87,6 +89,12 @@ int einsum_main(int argc, char** argv) {
       long n = std::strtol(v.c_str(), &end, 10);
       if (!end || *end || n < 0 || n > 1000000) throw Usage{"--repeat wants a count, got '" + v + "'"};
       repeat = static_cast<int>(n);
+    } else if (f == "--threads") {
+      std::string v = value();
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (!end || *end || n < 0 || n > 4096) throw Usage{"--threads wants a count 0..4096, got '" + v + "'"};
+      threads = static_cast<int>(n);
     } else if (f == "--explain") explain = true;
     else if (f == "--csv") csv = true;
     else if (f == "--scalar") scalar = true;
@@ -118,6 +126,7 @@ int einsum_main(int argc, char** argv) {
   sj_op_options_init(&o);
   o.schedule = *sched;
   o.semiring = *sr;
+  o.threads = threads;
   sj::einsum::EinsumTuning tuning;
   tuning.scalar_only = scalar;
   if (!order.empty()) tuning.loop_order = split(order, ',');

@@ -482,7 +482,11 @@ SJ_API sj_status sj_pending_destroy(sj_pending *pending);
  *   output_format: NULL = the planner's (dense when every input is dense or the output is a
  *                  scalar, else CSR / sparse vector / CSF), or the same syntax as formats.
  *   options:       may be NULL; schedule forces one alternative (inner, search, fused,
- *                  transpose, reference), isa = SJ_ISA_SCALAR compiles without SIMD.
+ *                  transpose, reference), isa = SJ_ISA_SCALAR compiles without SIMD, threads
+ *                  (0: the context's) splits each term's outermost loop where the level
+ *                  dependence test proves it safe (an output index whose iterations own
+ *                  disjoint parts of the output; a reduction stays serial, explain says why).
+ *                  Results are bit-identical for any thread count.
  * The loop nest is compiled with LLVM (ORC); the object is kept in the context's cache folder
  * so later processes load it instead of compiling. If compilation fails the plan uses the
  * portable reference evaluator (explain says so): a failure to compile is not a failed call.
