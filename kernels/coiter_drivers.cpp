@@ -6,6 +6,7 @@
 #include "kernels/coiter_drivers.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <memory>
@@ -324,10 +325,36 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg,
   }
   const Dotter<S, I, V> dot(cfg, semiring);
   const bool range_test = cfg.trim && range_test_pays(A, B);
+  // The result is built in std::vector and copied out, so the memory cap is charged first:
+  // at most (rows of A with entries) x (columns of B with entries) entries; when that bound
+  // is over the cap, a symbolic pass (the same dots, values discarded) counts them exactly.
+  int64_t exact = -1;
+  if (alloc.memory_cap() != 0) {
+    int64_t rows_used = 0, cols_used = 0;
+    for (int64_t i = 0; i < rows; ++i) rows_used += A.pos[i + 1] != A.pos[i];
+    for (int64_t j = 0; j < cols; ++j) cols_used += B.pos[j + 1] != B.pos[j];
+    const size_t entry = sizeof(I) + sizeof(V), pos_bytes = estimate_bytes(rows + 1, sizeof(int64_t));
+    int64_t bound;
+    if (__builtin_mul_overflow(rows_used, cols_used, &bound)) bound = INT64_MAX;
+    if (alloc.over_cap(estimate_bytes(bound, entry, pos_bytes))) {
+      exact = 0;
+      for (int64_t i = 0; i < rows; ++i)
+        sweep_row(A, B, dot, range_test, i, [&](I, auto&& run) {
+          V v;
+          exact += run(&v) > 0;
+        });
+      alloc.charge(estimate_bytes(exact, entry, pos_bytes),
+                   cat("spgemm output (", rows, "x", cols, ", ", exact, " entries by a symbolic count)"));
+    }
+  }
   CsResult<I, V> r;
   r.outer = rows;
   r.inner = cols;
   r.pos.assign(static_cast<size_t>(rows) + 1, 0);
+  if (exact >= 0) {
+    r.crd.reserve(static_cast<size_t>(exact));
+    r.val.reserve(static_cast<size_t>(exact));
+  }
   for (int64_t i = 0; i < rows; ++i) {
     sweep_row(A, B, dot, range_test, i, [&](I j, auto&& run) {
       V v;

@@ -1,6 +1,6 @@
 // The specialised coiteration schedules (see kernels/schedule.hpp): SpGEMM `inner`, the
 // inner-product SpGEMM over the generated coiteration kernel (kernels/coiter_drivers.hpp),
-// dense or sparse output. B's CSC form is made with flip_orientation and kept with B's handle.
+// dense or sparse output. B's CSC form comes from kernels/operand_csc.hpp (kept with B's handle).
 //
 // COST MODEL (nanoseconds, single thread). rA = rows of A, cB = columns of B, nB = nnz of B,
 // lA = mean row length of A, lB = mean column length of B (nB / cB):
@@ -21,6 +21,7 @@
 
 #include "jit/coiter_jit.hpp"
 #include "kernels/coiter_drivers.hpp"
+#include "kernels/operand_csc.hpp"
 #include "kernels/schedule.hpp"
 #include "src/convert.hpp"
 #include "src/derived_forms.hpp"
@@ -63,6 +64,8 @@ class InnerSpgemm final : public ScheduleImpl {
     double t = kC0 + (csc_given(in.req) ? 0 : kFlip * static_cast<double>(b.nnz + b.cols)) +
                pairs * (kPair + (simd ? kCrdSimd : kCrdScalar) * (lA + lB));
     if (in.req.options.dense_output) t += kDenseFill * pairs;
+    if (!csc_given(in.req) && in.ctx.allocator.over_cap(csc_copy_bytes(in.prepared.operands[1])))
+      return Costing::yes(kOverMemoryCapCost, "inner products: B's CSC copy would be over the memory cap");
     return Costing::yes(t, cat("inner products, one dot per (row of A, column of B): ", kernels::describe(cfg)));
   }
 
@@ -89,35 +92,14 @@ class InnerSpgemm final : public ScheduleImpl {
       const double cb = ops[1].dims[1] ? double(ops[1].nnz()) / double(ops[1].dims[1]) : 0;
       cfg = config_for(in.req, in.prepared.index_type, in.prepared.value_type, ra, cb);
     }
-    const Tensor bcsc = csc_of_b(in);
+    const Tensor bcsc = csc_of_b(in.req.operands[1], ops[1], in.req.options.transpose_b != 0, in.ctx.allocator);
     Tensor out = kernels::coiter_spgemm(ops[0], bcsc, in.req.options.semiring, cfg, in.req.options.dense_output != 0,
                                         in.ctx.allocator);
     return out;
   }
 
  private:
-  static bool csc_given(const OpRequest& req) {
-    const Tensor& b = req.operands[1];
-    return req.options.transpose_b ? is_csr(b) : is_csc(b);
-  }
-  // B (as the product sees it, transpose applied) in CSC form, of the computing index type.
-  static Tensor csc_of_b(const ExecInputs& in) {
-    const Tensor& given = in.req.operands[1];
-    const Tensor& b = in.prepared.operands[1];  // CSR of B (transpose applied)
-    const bool tr = in.req.options.transpose_b != 0;
-    if (!tr && is_csc(given) && given.index_type == b.index_type) return given;
-    if (tr && is_csr(given) && given.index_type == b.index_type) {  // B^T given as CSR: relabel
-      Tensor t = given;
-      std::swap(t.dims[0], t.dims[1]);
-      std::swap(t.mode_order[0], t.mode_order[1]);
-      t.derived = nullptr;
-      return t;
-    }
-    if (given.derived)
-      return given.derived->get_or_make(cat(tr ? "csc-of-transpose/" : "csc/", to_string(b.index_type)),
-                                        [&] { return flip_orientation(b, default_allocator()); });
-    return flip_orientation(b, default_allocator());
-  }
+  static bool csc_given(const OpRequest& req) { return sj::csc_given(req.operands[1], req.options.transpose_b != 0); }
 };
 
 }  // namespace

@@ -3,6 +3,8 @@
 // cheaper wins. Also what every specialised schedule is tested against.
 #include "kernels/reference_driver.hpp"
 #include "kernels/schedule.hpp"
+#include "src/context.hpp"
+#include "src/error.hpp"
 
 namespace sj {
 namespace {
@@ -18,11 +20,33 @@ class ReferenceSchedule final : public ScheduleImpl {
     double work = 0;
     for (auto& s : in.stats) work += static_cast<double>(s.nnz) + s.rows;
     if (in.flops >= 0) work = in.flops * 2 + in.stats[0].rows;
+    // Its workspaces sized by a dimension (kernels/reference_driver.cpp charges them).
+    const size_t ws = workspace_bytes(in);
+    if (in.ctx.allocator.over_cap(ws))
+      return Costing::yes(kOverMemoryCapCost, cat("portable reference kernel: its workspace of ", ws,
+                                                  " bytes is over the memory cap"));
     return Costing::yes(3.0 * work + 2000, "portable reference kernel");
   }
   Tensor run(const ExecInputs& in) const override { return run_reference(in.req, in.prepared, in.ctx.allocator); }
 
  private:
+  // A value and row stamps per column of B (SpGEMM, masked SpGEMM), a value and a flag per
+  // element of x (SpMSpV).
+  size_t workspace_bytes(const PlanInputs& in) const {
+    const size_t v = static_cast<size_t>(value_size(in.prepared.value_type));
+    if (in.stats.size() < 2) return 0;
+    switch (op_) {
+      case SJ_OP_SPGEMM:
+        return estimate_bytes(in.stats[1].cols, in.req.options.dense_output ? sizeof(int64_t) : v + sizeof(int64_t));
+      case SJ_OP_SPGEMM_MASKED:
+        return estimate_bytes(in.stats[0].cols, v + 2 * sizeof(int64_t));
+      case SJ_OP_SPMSPV:
+        return estimate_bytes(in.stats[1].cols, v + 1);
+      default:
+        return 0;
+    }
+  }
+
   sj_op op_;
 };
 

@@ -201,15 +201,30 @@ class Push final : public SpmspvSchedule {
 };
 
 class Densify final : public SpmspvSchedule {
+  static size_t workspace_bytes(int64_t n, ValueType vt) {
+    return estimate_bytes(n, static_cast<size_t>(value_size(vt)) + 1);
+  }
+
  public:
   sj_schedule schedule() const override { return SJ_SCHEDULE_DENSIFY; }
   Costing cost(const PlanInputs& in) const override {
     const Features f = features(in);
     double c = K + Cd * f.nx + Cr * f.m + Cg * f.nnz + (in.req.options.dense_output ? Cf * f.m : 0);
+    // The workspace is a value and a byte per element of x, sized by x's length, not its
+    // entries: over the memory cap it cannot run; a large one is first allocated and zeroed
+    // (~0.1 ns per byte, not calibrated), which the model charges when it is large.
+    const size_t ws = workspace_bytes(in.stats[1].cols, in.prepared.value_type);
+    if (in.ctx.allocator.over_cap(ws))
+      return Costing::yes(kOverMemoryCapCost, cat("scatter x into a dense workspace: its ", ws, " bytes (x has length ",
+                                                  in.stats[1].cols, ") are over the memory cap"));
+    if (ws > (size_t(32) << 20)) c += 0.1 * static_cast<double>(ws);
     return Costing::yes(c, "scatter x into a dense workspace, gather over A's rows");
   }
   Tensor run(const ExecInputs& in) const override {
     uses_of(in.req.operands[0], true);
+    const int64_t n = in.prepared.operands[1].dims[0];
+    in.ctx.allocator.charge(workspace_bytes(n, in.prepared.value_type),
+                            cat("spmspv densify workspace (x has length ", n, ")"));
     return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       return run_rowwise<decltype(i), decltype(v)>(in, [](auto& A, auto& x, auto& sink, Workers& w) { spmspv::densify<S>(A, x, sink, w); });

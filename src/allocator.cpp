@@ -37,6 +37,22 @@ std::shared_ptr<void> Allocator::allocate(size_t bytes) const {
   return std::shared_ptr<void>(p, [hooks, rounded](void* q) { hooks.free(q, rounded, hooks.user); });
 }
 
+void Allocator::charge(size_t bytes, std::string_view what) const {
+  if (!over_cap(bytes)) return;
+  if (bytes == std::numeric_limits<size_t>::max())
+    fail(SJ_ERR_OUT_OF_MEMORY, what, " needs more bytes than memory can hold, over the memory cap of ", memory_cap_,
+         " bytes");
+  fail(SJ_ERR_OUT_OF_MEMORY, what, " needs ", bytes, " bytes, over the memory cap of ", memory_cap_, " bytes");
+}
+
+size_t estimate_bytes(int64_t count, size_t elem, size_t extra) {
+  if (count <= 0) return extra;
+  size_t r;
+  if (__builtin_mul_overflow(static_cast<size_t>(count), elem, &r) || __builtin_add_overflow(r, extra, &r))
+    return std::numeric_limits<size_t>::max();
+  return r;
+}
+
 const Allocator& default_allocator() {
   static const Allocator a;
   return a;

@@ -2,7 +2,9 @@
 // (sj_allocator); temporaries inside a kernel use ordinary std containers.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "sparsejit/sparsejit.h"
 
@@ -22,10 +24,27 @@ class Allocator {
   void set_memory_cap(size_t cap) { memory_cap_ = cap; }
   size_t memory_cap() const { return memory_cap_; }
 
+  // Charges an estimate against the memory cap before anything is allocated: `what` (an
+  // output's upper bound or exact symbolic size, a workspace sized by a dimension, a derived
+  // copy of an operand) would take `bytes`; over the cap it fails with SJ_ERR_OUT_OF_MEMORY
+  // "<what> needs <bytes> bytes, over the memory cap of <cap> bytes". No-op without a cap.
+  void charge(size_t bytes, std::string_view what) const;
+  // True when a cap is set and `bytes` exceeds it.
+  bool over_cap(size_t bytes) const { return memory_cap_ != 0 && bytes > memory_cap_; }
+
  private:
   sj_allocator hooks_;
   size_t memory_cap_ = 0;
 };
+
+// The model cost of a schedule that would need a workspace or copy over the memory cap: the
+// automatic choice takes it only when nothing else can serve the call; forced, it refuses
+// with SJ_ERR_OUT_OF_MEMORY when it charges that memory.
+inline constexpr double kOverMemoryCapCost = 1e300;
+
+// count elements of `elem` bytes plus `extra` bytes, saturating at SIZE_MAX (for estimates
+// that may exceed any memory; a negative count counts as 0).
+size_t estimate_bytes(int64_t count, size_t elem, size_t extra = 0);
 
 // The process-wide default, for code paths without a context (tests, tools).
 const Allocator& default_allocator();
