@@ -47,6 +47,17 @@ bool cpu_has_bmi() {
 }
 }  // namespace
 
+size_t dense_workspace_bytes(int64_t cols, int value_bytes) {
+  return estimate_bytes(cols, static_cast<size_t>(4 + value_bytes), estimate_bytes(cols / 8 + 16, 1));
+}
+
+bool dense_workspace_too_wide(int64_t cols, int value_bytes, double work, size_t cap) {
+  const size_t bytes = dense_workspace_bytes(cols, value_bytes);
+  if (cap != 0 && bytes > cap) return true;
+  if (bytes <= static_cast<size_t>(kDenseWorkspaceFloor)) return false;
+  return static_cast<double>(bytes) > kDenseWorkspacePerWork * std::max(work, 1.0);
+}
+
 Tensor spgemm_gustavson(const Tensor& A, const Tensor& B, sj_semiring semiring, bool dense_output,
                         SpgemmAccumulator acc, const Allocator& alloc, Workers& w) {
   spgemm_generic::check_dims(A, B);

@@ -31,7 +31,25 @@ enum class SpgemmAccumulator { Dense, Hash };
 // SpGEMM counts the exact output size first.
 inline constexpr int64_t kUpperBoundBytes = int64_t(256) << 20;
 
+// Gustavson's dense accumulator (a stamp and a value per column of B, plus a bitmap of the
+// columns) is sized by B's column count, not by the work. It is used only while it is small
+// (at most kDenseWorkspaceFloor bytes) or not much larger than the data the product touches
+// (kDenseWorkspacePerWork bytes of workspace per multiply or entry of A), and never over the
+// allocator's memory cap. Otherwise ("wide" products, e.g. a few entries in 2^31 declared
+// columns) the kernels use the hash accumulator without the bitmap (rows sorted by
+// comparison), and masked saxpy searches the mask row instead of marking columns: workspaces
+// proportional to the work, results bit-identical (same products in the same order).
+inline constexpr int64_t kDenseWorkspaceFloor = int64_t(32) << 20;
+inline constexpr int64_t kDenseWorkspacePerWork = 64;
+
+// Bytes of the dense accumulator and bitmap for `cols` columns of `value_bytes` values.
+size_t dense_workspace_bytes(int64_t cols, int value_bytes);
+// True when that workspace would be too large for a product doing `work` multiplies and
+// entry visits (see above); `cap` is the allocator's memory cap (0 = none).
+bool dense_workspace_too_wide(int64_t cols, int value_bytes, double work, size_t cap);
+
 // C = A*B (A, B CSR, same index and value type). Dense row-major result when `dense_output`.
+// A wide product (dense_workspace_too_wide) runs the hash accumulator whichever `acc` asks.
 Tensor spgemm_gustavson(const Tensor& A, const Tensor& B, sj_semiring semiring, bool dense_output,
                         SpgemmAccumulator acc, const Allocator& alloc, Workers& w);
 

@@ -166,7 +166,8 @@ inline int ctz_any(uint64_t x) { return __builtin_ctzll(x | (uint64_t(1) << 63))
 constexpr int64_t kRowSlack = 4;
 
 // Puts the n distinct columns oc[0..n) in increasing order and calls emit(t, j) for each
-// position t with its column j (oc[t] == j afterwards). `bits` is all clear before and after.
+// position t with its column j (oc[t] == j afterwards). `bits` is all clear before and after,
+// or null (wide products: no bitmap of the columns; comparison sorts only).
 // The bitmap decode is branch-free for words of up to four set bits: it always writes four
 // candidates (so oc needs kRowSlack entries of room past n) and advances by the popcount.
 template <class I, class Emit>
@@ -187,7 +188,7 @@ inline void order_row(I* __restrict oc, int64_t n, uint64_t* __restrict bits, Em
     for (int64_t t = 0; t < n; ++t) emit(t, oc[t]);
     return;
   }
-  if (bitmap_is_cheaper(n, lo, hi)) {
+  if (bits && bitmap_is_cheaper(n, lo, hi)) {  // no bitmap for wide products
     for (int64_t t = 0; t < n; ++t) bits[oc[t] >> 6] |= uint64_t(1) << (oc[t] & 63);
     int64_t m = 0;
     for (int64_t wi = lo >> 6, we = hi >> 6; wi <= we; ++wi) {
@@ -400,6 +401,35 @@ template <class S, class I, class V> struct HashAcc {
     std::fill_n(keys, cap, I(-1));
     return n;
   }
+
+  // Number of distinct columns of row i (the symbolic pass), in a table of the same size.
+  int64_t count(const CsView<I, V>& A, const CsView<I, V>& B, int64_t i, HashScratch<I, V>& ws) const {
+    const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
+    if (a1 - a0 == 1) return B.pos[A.crd[a0] + 1] - B.pos[A.crd[a0]];
+    if (a1 - a0 == 2) return count_two(B, A.crd[a0], A.crd[a0 + 1]);
+    int64_t flops = 0;
+    for (int64_t pa = a0; pa < a1; ++pa) flops += B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]];
+    if (flops == 0) return 0;
+    const uint64_t cap = std::bit_ceil(static_cast<uint64_t>(2 * std::min(flops, cols)));
+    const int shift = 64 - std::countr_zero(cap);
+    const uint64_t mask = cap - 1;
+    I* __restrict keys = ws.ensure(cap);
+    int64_t n = 0;
+    for (int64_t pa = a0; pa < a1; ++pa) {
+      const int64_t k = A.crd[pa];
+      for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) {
+        const I j = B.crd[pb];
+        uint64_t h = hash_slot(j, shift);
+        while (keys[h] != j && keys[h] != I(-1)) h = (h + 1) & mask;
+        if (keys[h] == I(-1)) {
+          keys[h] = j;
+          ++n;
+        }
+      }
+    }
+    std::fill_n(keys, cap, I(-1));
+    return n;
+  }
 };
 
 // ------------------------------------------------------------------------------------------
@@ -429,10 +459,16 @@ int64_t output_upper_bound(const CsView<I, V>& A, const CsView<I, V>& B, int64_t
   return total;
 }
 
-bool use_upper_bound(int64_t ub, int entry_bytes, const Allocator& alloc) {
+// Whether arrays of the upper bound are allocated, or the exact size is counted first: not
+// when they are large, nor over half the memory cap (the whole result, positions included, is
+// charged against the cap: a bound over it must not refuse a result that fits).
+bool use_upper_bound(int64_t ub, int entry_bytes, int64_t rows, const Allocator& alloc) {
   if (ub > std::numeric_limits<int64_t>::max() / 16) return false;
   const int64_t bytes = ub * entry_bytes;
-  if (alloc.memory_cap() != 0 && static_cast<uint64_t>(bytes) > alloc.memory_cap() / 2) return false;
+  if (alloc.memory_cap() != 0 &&
+      estimate_bytes(ub + kRowSlack, static_cast<size_t>(entry_bytes), estimate_bytes(rows + 1, sizeof(int64_t))) >
+          alloc.memory_cap() / 2)
+    return false;
   return bytes <= kUpperBoundBytes;
 }
 
@@ -443,7 +479,7 @@ Tensor sparse_product(const CsView<I, V>& A, const CsView<I, V>& B, const Acc& a
   const IndexType it = sizeof(I) == 4 ? IndexType::I32 : IndexType::I64;
   int64_t max_flops = 0;
   const int64_t ub = output_upper_bound(A, B, &max_flops);
-  if (use_upper_bound(ub, sizeof(I) + sizeof(V), alloc)) {
+  if (use_upper_bound(ub, sizeof(I) + sizeof(V), rows, alloc)) {
     Tensor C = make_compressed_matrix(alloc, true, rows, cols, ub + kRowSlack, it, vt);
     int64_t* pos = C.levels[1].pos.as_mut<int64_t>();
     I* crd = C.levels[1].crd.as_mut<I>();
@@ -456,15 +492,9 @@ Tensor sparse_product(const CsView<I, V>& A, const CsView<I, V>& B, const Acc& a
     }
     return C;
   }
-  // Large output: count first, then fill arrays of the exact size.
+  // Large output: count first (with the same accumulator), then fill arrays of the exact size.
   std::vector<int64_t> counts(static_cast<size_t>(rows) + 1, 0);
-  {
-    auto& ds = dense_scratch<V>();
-    ds.ensure(cols);
-    DenseAcc<S, I, V> counter{ds.marks.data(), ds.vals.data(), cols, nullptr};
-    for (int64_t i = 0; i < rows; ++i)
-      counts[i + 1] = counts[i] + (A.pos[i] == A.pos[i + 1] ? 0 : counter.count(A, B, i, ds));
-  }
+  for (int64_t i = 0; i < rows; ++i) counts[i + 1] = counts[i] + (A.pos[i] == A.pos[i + 1] ? 0 : acc.count(A, B, i, ws));
   const int64_t nnz = counts[rows];
   Tensor C = make_compressed_matrix(alloc, true, rows, cols, nnz + kRowSlack, it, vt);
   int64_t* pos = C.levels[1].pos.as_mut<int64_t>();
@@ -505,7 +535,7 @@ Tensor sparse_product_parallel(const CsView<I, V>& A, const CsView<I, V>& B, Mak
     bound[i + 1] += bound[i];
   }
   const Partition part = partition_by_prefix(flops.data(), rows, w, "multiplies per row (flops)");
-  if (use_upper_bound(bound[rows], sizeof(I) + sizeof(V), alloc))
+  if (use_upper_bound(bound[rows], sizeof(I) + sizeof(V), rows, alloc))
     return assemble_by_pieces<I, V>(w, part, rows, cols, bound.data(), kRowSlack, alloc, vt, false,
                                     [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
                                       auto [acc, ws] = make();
@@ -519,10 +549,8 @@ Tensor sparse_product_parallel(const CsView<I, V>& A, const CsView<I, V>& B, Mak
   return assemble_two_pass<I, V>(
       w, part, rows, cols, kRowSlack, alloc, vt,
       [&](int64_t r0, int64_t r1, int64_t* counts) {
-        auto& ds = dense_scratch<V>();
-        ds.ensure(cols);
-        DenseAcc<S, I, V> counter{ds.marks.data(), ds.vals.data(), cols, nullptr};
-        for (int64_t i = r0; i < r1; ++i) counts[i] = A.pos[i] == A.pos[i + 1] ? 0 : counter.count(A, B, i, ds);
+        auto [acc, ws] = make();
+        for (int64_t i = r0; i < r1; ++i) counts[i] = A.pos[i] == A.pos[i + 1] ? 0 : acc.count(A, B, i, *ws);
       },
       [&](int64_t r0, int64_t r1, I* crd, V* val, const int64_t* pos) {
         auto [acc, ws] = make();
@@ -579,6 +607,17 @@ void check_dims(const Tensor& A, const Tensor& B) {
          B.dims[1]);
 }
 
+// Whether Gustavson's dense workspace is too wide for this product (see spgemm_gustavson.hpp).
+// The work (multiplies plus A's entries) is counted, in O(nnz(A)), only when the workspace is
+// past the floor.
+template <class I, class V> bool product_is_wide(const CsView<I, V>& A, const CsView<I, V>& B, const Allocator& alloc) {
+  const size_t bytes = dense_workspace_bytes(B.inner, sizeof(V));
+  if (bytes <= static_cast<size_t>(kDenseWorkspaceFloor) && !alloc.over_cap(bytes)) return false;
+  double work = static_cast<double>(A.nnz());
+  for (int64_t p = 0, e = A.nnz(); p < e; ++p) work += static_cast<double>(B.pos[A.crd[p] + 1] - B.pos[A.crd[p]]);
+  return dense_workspace_too_wide(B.inner, sizeof(V), work, alloc.memory_cap());
+}
+
 template <class S, class I, class V>
 Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumulator kind, const Allocator& alloc,
                     Workers& w) {
@@ -590,19 +629,21 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumu
     dense_product<S>(A, B, C.values.as_mut<V>(), w);
     return C;
   }
+  // A wide product (dense workspace large next to the work, or over the memory cap) runs the
+  // hash accumulator without the column bitmap: workspaces proportional to the work.
+  const bool wide = product_is_wide(A, B, alloc);
+  if (wide) kind = SpgemmAccumulator::Hash;
+  auto bits = [&]() { return wide ? nullptr : bitmap_scratch().ensure(B.inner); };
   if (w.threads > 1) {
     // Each chunk takes the workspaces of the thread that runs it.
     Tensor C = kind == SpgemmAccumulator::Dense
                    ? sparse_product_parallel<S>(A, B, [&] {
                        auto& ws = dense_scratch<V>();
                        ws.ensure(B.inner);
-                       return std::make_pair(
-                           DenseAcc<S, I, V>{ws.marks.data(), ws.vals.data(), B.inner, bitmap_scratch().ensure(B.inner)},
-                           &ws);
+                       return std::make_pair(DenseAcc<S, I, V>{ws.marks.data(), ws.vals.data(), B.inner, bits()}, &ws);
                      }, alloc, At.value_type, w)
                    : sparse_product_parallel<S>(A, B, [&] {
-                       return std::make_pair(HashAcc<S, I, V>{B.inner, bitmap_scratch().ensure(B.inner)},
-                                             &hash_scratch<I, V>());
+                       return std::make_pair(HashAcc<S, I, V>{B.inner, bits()}, &hash_scratch<I, V>());
                      }, alloc, At.value_type, w);
     dense_scratch<V>().trim();
     hash_scratch<I, V>().trim();
@@ -612,18 +653,17 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumu
   if (kind == SpgemmAccumulator::Dense) {
     auto& ws = dense_scratch<V>();
     ws.ensure(B.inner);
-    DenseAcc<S, I, V> acc{ws.marks.data(), ws.vals.data(), B.inner, bitmap_scratch().ensure(B.inner)};
+    DenseAcc<S, I, V> acc{ws.marks.data(), ws.vals.data(), B.inner, bits()};
     Tensor C = sparse_product<S>(A, B, acc, ws, alloc, At.value_type);
     ws.trim();
     bitmap_scratch().trim();
     return C;
   }
   auto& ws = hash_scratch<I, V>();
-  HashAcc<S, I, V> acc{B.inner, bitmap_scratch().ensure(B.inner)};
+  HashAcc<S, I, V> acc{B.inner, bits()};
   Tensor C = sparse_product<S>(A, B, acc, ws, alloc, At.value_type);
   ws.trim();
   bitmap_scratch().trim();
-  dense_scratch<V>().trim();  // used by the count pass of large products
   return C;
 }
 
@@ -639,6 +679,56 @@ template <class I> CsView<I, uint8_t> mask_view(const Tensor& M) {
   return v;
 }
 
+// Saxpy-then-mask rows r0..r1 for wide products: each product's column is looked up in the
+// (sorted) mask row; slot t of the mask row accumulates as the dense array's column would, so
+// the values are the same. Workspace: the longest mask row of the chunk, not the columns.
+template <class S, class I, class V>
+int64_t masked_saxpy_search_rows(const CsView<I, uint8_t>& M, const CsView<I, V>& A, const CsView<I, V>& B, int64_t r0,
+                                 int64_t r1, I* __restrict crd, V* __restrict val, int64_t* ends) {
+  thread_local std::vector<V> acc;
+  thread_local std::vector<uint8_t> seen;  // all zero between rows
+  int64_t nz = 0;
+  for (int64_t i = r0; i < r1; ++i) {
+    const int64_t m0 = M.pos[i], m1 = M.pos[i + 1], a0 = A.pos[i], a1 = A.pos[i + 1];
+    if (m0 != m1 && a0 != a1) {
+      const size_t len = static_cast<size_t>(m1 - m0);
+      if (acc.size() < len) {
+        acc.resize(len);
+        seen.resize(len, 0);
+      }
+      const I* mrow = M.crd + m0;
+      for (int64_t pa = a0; pa < a1; ++pa) {
+        const V a = A.val[pa];
+        const int64_t k = A.crd[pa];
+        for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) {
+          const I j = B.crd[pb];
+          const I* at = std::lower_bound(mrow, mrow + len, j);
+          if (at == mrow + len || *at != j) continue;
+          const size_t t = static_cast<size_t>(at - mrow);
+          if (!seen[t]) {
+            seen[t] = 1;
+            acc[t] = S::mul(a, B.val[pb]);
+          } else {
+            acc[t] = S::add(acc[t], S::mul(a, B.val[pb]));
+          }
+        }
+      }
+      for (size_t t = 0; t < len; ++t)
+        if (seen[t]) {
+          seen[t] = 0;
+          crd[nz] = mrow[t];
+          val[nz++] = acc[t];
+        }
+    }
+    ends[i] = nz;
+  }
+  if (acc.size() * (sizeof(V) + 1) > (size_t(64) << 20)) {
+    std::vector<V>().swap(acc);
+    std::vector<uint8_t>().swap(seen);
+  }
+  return nz;
+}
+
 // Both masked products write at most M's row length per row: pieces bounded by M.pos.
 template <class S, class I, class V>
 Tensor masked_saxpy_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, const Allocator& alloc, Workers& w) {
@@ -652,8 +742,20 @@ Tensor masked_saxpy_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, 
     for (int64_t pa = A.pos[i]; pa < A.pos[i + 1]; ++pa) f += B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]];
     return f;
   });
+  // Wide products (see spgemm_gustavson.hpp) find each product's column in the mask row by
+  // binary search instead of marking a dense array of all columns.
+  bool wide = false;
+  if (dense_workspace_bytes(cols, sizeof(V)) > static_cast<size_t>(kDenseWorkspaceFloor) ||
+      alloc.over_cap(dense_workspace_bytes(cols, sizeof(V)))) {
+    double work = static_cast<double>(M.nnz());
+    for (int64_t i = 0; i < rows; ++i)
+      if (M.pos[i] != M.pos[i + 1])
+        for (int64_t pa = A.pos[i]; pa < A.pos[i + 1]; ++pa) work += static_cast<double>(B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]]);
+    wide = dense_workspace_too_wide(cols, sizeof(V), work, alloc.memory_cap());
+  }
   Tensor C = assemble_by_pieces<I, V>(w, part, rows, cols, M.pos, 0, alloc, At.value_type, false,
                                       [&](int64_t r0, int64_t r1, I* __restrict crd, V* __restrict val, int64_t* ends) {
+  if (wide) return masked_saxpy_search_rows<S>(M, A, B, r0, r1, crd, val, ends);
   auto& ws = dense_scratch<V>();
   ws.ensure(cols);
   uint32_t* __restrict mk = ws.marks.data();

@@ -36,6 +36,7 @@
 #include <cmath>
 
 #include "kernels/coiter_drivers.hpp"
+#include "kernels/operand_csc.hpp"
 #include "kernels/schedule.hpp"
 #include "kernels/spgemm_gustavson.hpp"
 #include "src/convert.hpp"
@@ -81,10 +82,18 @@ class GustavsonSpgemm final : public ScheduleImpl {
     const MatrixStats& a = in.stats[0];
     const MatrixStats& b = in.stats[1];
     const bool cached = fits_l2(b.cols, in.prepared.value_type);
-    const double per_product = kind_ == SpgemmAccumulator::Hash ? (cached ? kHashCache : kHashMem)
-                                                                 : (cached ? kAccCache : kAccMem);
+    // A wide product (dense workspace large next to the work, or over the memory cap) runs the
+    // hash accumulator whichever is asked (kernels/spgemm_gustavson.hpp), so it costs as one.
+    const bool wide = !in.req.options.dense_output &&
+                      dense_workspace_too_wide(b.cols, value_size(in.prepared.value_type),
+                                               static_cast<double>(a.nnz) + in.flops, in.ctx.allocator.memory_cap());
+    const bool hash = kind_ == SpgemmAccumulator::Hash || wide;
+    const double per_product = hash ? (cached ? kHashCache : kHashMem) : (cached ? kAccCache : kAccMem);
     double t = kC0 + kNnzA * static_cast<double>(a.nnz) + per_product * in.flops;
     if (in.req.options.dense_output) t += kDenseFill * static_cast<double>(a.rows) * static_cast<double>(b.cols);
+    if (wide)
+      return Costing::yes(t, cat("row-wise, hash accumulator without column bitmap (a dense one for ", b.cols,
+                                 " columns would be large next to the work)"));
     return Costing::yes(t, kind_ == SpgemmAccumulator::Hash ? "row-wise, hash accumulator sized from row flops"
                                                             : "row-wise, dense accumulator (sort or scan per row)");
   }
@@ -107,8 +116,16 @@ class MaskedSaxpy final : public ScheduleImpl {
     if (in.stats.size() < 3 || in.flops < 0) return Costing::no("needs three CSR operands");
     const MatrixStats& m = in.stats[0];
     const MatrixStats& a = in.stats[1];
-    const double t = kC0Masked + kNnzMasked * static_cast<double>(a.nnz) + kMaskEntry * static_cast<double>(m.nnz) +
-                     kMasked * in.flops;
+    double t = kC0Masked + kNnzMasked * static_cast<double>(a.nnz) + kMaskEntry * static_cast<double>(m.nnz) +
+               kMasked * in.flops;
+    // Wide products search the mask row per product instead (not calibrated: ~log2 of the
+    // mean mask row length compare steps per product, at the merge's cost per step).
+    if (dense_workspace_too_wide(m.cols, value_size(in.prepared.value_type),
+                                 static_cast<double>(m.nnz) + in.flops, in.ctx.allocator.memory_cap())) {
+      t += kMerge * std::log2(2.0 + (m.rows > 0 ? static_cast<double>(m.nnz) / static_cast<double>(m.rows) : 0)) * in.flops;
+      return Costing::yes(t, "saxpy-then-mask, each product's column searched in the mask row (B too wide for a dense "
+                             "accumulator)");
+    }
     return Costing::yes(t, "saxpy-then-mask: Gustavson restricted to the mask row");
   }
   Tensor run(const ExecInputs& in) const override {
@@ -128,9 +145,13 @@ class MaskedDot final : public ScheduleImpl {
     const MatrixStats& b = in.stats[2];
     const double col_mean = b.cols > 0 ? static_cast<double>(b.nnz) / static_cast<double>(b.cols) : 0;
     // B's CSC form is free when given, and converted once per handle when B has one.
-    const bool once = csc_given(in.req) || in.prepared.operands[2].derived != nullptr;
+    const bool once = csc_given(in.req.operands[2], in.req.options.transpose_b != 0) ||
+                      in.req.operands[2].derived != nullptr;
     const double flip = once ? 0 : kFlip * static_cast<double>(b.nnz + b.cols);
     const double t = kC0Masked + flip + static_cast<double>(m.nnz) * (kDot0 + kMerge * (a.row_mean + col_mean));
+    if (!csc_given(in.req.operands[2], in.req.options.transpose_b != 0) &&
+        in.ctx.allocator.over_cap(csc_copy_bytes(in.prepared.operands[2])))
+      return Costing::yes(kOverMemoryCapCost, "dot product per mask entry: B's CSC copy would be over the memory cap");
     return Costing::yes(t, cat("dot product per mask entry (A row against B column): ",
                                kernels::describe(config_for(in.req, in.prepared, a, b))));
   }
@@ -147,7 +168,7 @@ class MaskedDot final : public ScheduleImpl {
   }
   Tensor run(const ExecInputs& in) const override {
     const auto& ops = in.prepared.operands;
-    const Tensor bcsc = csc_of_b(in);
+    const Tensor bcsc = csc_of_b(in.req.operands[2], ops[2], in.req.options.transpose_b != 0, in.ctx.allocator);
     kernels::CoiterConfig cfg;
     if (in.state) {
       cfg = *static_cast<const kernels::CoiterConfig*>(in.state);
@@ -165,28 +186,6 @@ class MaskedDot final : public ScheduleImpl {
                                           const MatrixStats& b) {
     const double col_mean = b.cols > 0 ? static_cast<double>(b.nnz) / static_cast<double>(b.cols) : 0;
     return kernels::coiter_config(req.options, p.index_type, p.value_type, a.row_mean, col_mean);
-  }
-  // The caller's B is already CSC of the computing index type (no transpose requested).
-  static bool csc_given(const OpRequest& req) {
-    const Tensor& b = req.operands[2];
-    return !req.options.transpose_b && is_csc(b);
-  }
-  static Tensor csc_of_b(const ExecInputs& in) {
-    const Tensor& given = in.req.operands[2];
-    const Tensor& b = in.prepared.operands[2];  // CSR of B
-    if (!in.req.options.transpose_b && is_csc(given) && given.index_type == b.index_type) return given;
-    // B^T given as CSR: its arrays are B's CSC arrays; relabel.
-    if (in.req.options.transpose_b && is_csr(given) && given.index_type == b.index_type) {
-      Tensor t = given;
-      std::swap(t.dims[0], t.dims[1]);
-      std::swap(t.mode_order[0], t.mode_order[1]);
-      t.derived = nullptr;
-      return t;
-    }
-    // A handle's forms are kept with it (its arrays do not change while it lives).
-    if (b.derived)
-      return b.derived->get_or_make(cat("csc/", to_string(b.index_type)), [&] { return flip_orientation(b, default_allocator()); });
-    return flip_orientation(b, default_allocator());
   }
 };
 
