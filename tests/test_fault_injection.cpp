@@ -52,10 +52,11 @@ void failing_free(void* p, size_t, void* user) {
 struct Context {
   FailingAllocator hooks;
   sj_context* c = nullptr;
-  Context() {
+  explicit Context(size_t cap = 0) {
     sj_config cfg;
     sj_config_init(&cfg);
     cfg.allocator = {failing_alloc, failing_free, &hooks};
+    cfg.memory_cap_bytes = cap;
     cfg.disable_disk_cache = 1;
     cfg.threads = 1;  // one allocation order
     EXPECT_EQ(sj_context_create(&cfg, &c), SJ_OK);
@@ -89,11 +90,12 @@ struct Case {
   std::function<sj_status(sj_context*, const Handles&, sj_tensor**)> run;
 };
 
-// Runs `c` once to count its allocations N, then once per k = 1..N with the k-th failing.
+// Runs `c` once to count its allocations N, then once per k = 1..N with the k-th failing
+// (in a context with memory cap `cap`, 0 = none).
 // Returns N (0 when the call is not served, e.g. a schedule that does not apply).
-int64_t fail_each_allocation(const Case& c) {
+int64_t fail_each_allocation(const Case& c, size_t cap = 0) {
   SCOPED_TRACE(c.name);
-  Context ctx;
+  Context ctx(cap);
   FailingAllocator& h = ctx.hooks;
   Handles ops = c.make(ctx.c);
   h.calls = 0;
@@ -264,6 +266,99 @@ TEST(FaultInjection, SpmvTransposePlanExecute) {
                                     return s;
                                   }}),
             0);
+}
+
+// B's CSC copy for the inner schedules (SpGEMM, masked SpGEMM) comes from the context's
+// allocator and is kept with B's handle: the first call on a handle allocates more than the
+// next. When any of its allocations fails the call ends in SJ_ERR_OUT_OF_MEMORY and nothing is
+// kept on the handle: the next call on the same handles makes the whole copy again (as many
+// allocations as a first call) and gives the same result.
+TEST(FaultInjection, CscCopiesGoThroughTheHooksAndAreNotKeptHalfMade) {
+  auto m = matrix(71, 30, 35), a = matrix(72, 30, 25), b = matrix(73, 25, 35);
+  for (bool masked : {false, true}) {
+    SCOPED_TRACE(masked ? "masked spgemm inner" : "spgemm inner");
+    Context ctx;
+    FailingAllocator& h = ctx.hooks;
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.schedule = SJ_SCHEDULE_INNER;
+    auto run = [&](const Handles& hs, sj_tensor** out) {
+      return masked ? sj_spgemm_masked(ctx.c, hs[0], hs[1], hs[2], &o, out) : sj_spgemm(ctx.c, hs[1], hs[2], &o, out);
+    };
+    auto make = [&] { return Handles{csr(ctx.c, m), csr(ctx.c, a), csr(ctx.c, b)}; };
+    Handles hs = make();
+    sj_tensor *good = nullptr, *again = nullptr;
+    h.calls = 0;
+    ASSERT_EQ(run(hs, &good), SJ_OK) << sj_last_error_message();
+    const int64_t first = h.calls;
+    h.calls = 0;
+    ASSERT_EQ(run(hs, &again), SJ_OK) << sj_last_error_message();
+    const int64_t cached = h.calls;
+    EXPECT_GE(first, cached + 3) << "B's CSC copy (positions, coordinates, values) must come from the hooks";
+    sj_tensor_destroy(again);
+    destroy_all(hs);
+    for (int64_t k = 1; k <= first; ++k) {
+      SCOPED_TRACE("allocation " + std::to_string(k) + " of " + std::to_string(first) + " fails");
+      const int64_t live_before = h.live;
+      Handles fresh = make();
+      h.calls = 0;
+      h.fail_at = k;
+      sj_tensor* out = reinterpret_cast<sj_tensor*>(0x5eed);
+      EXPECT_EQ(run(fresh, &out), SJ_ERR_OUT_OF_MEMORY) << sj_last_error_message();
+      h.fail_at = -1;
+      EXPECT_EQ(out, reinterpret_cast<sj_tensor*>(0x5eed));
+      // The same handles again: a failure inside the copy left nothing behind, so the copy is
+      // made in full; a failure after it kept the finished copy.
+      h.calls = 0;
+      sj_tensor* ok = nullptr;
+      ASSERT_EQ(run(fresh, &ok), SJ_OK) << sj_last_error_message();
+      EXPECT_EQ(h.calls.load(), k <= first - cached ? first : cached);
+      EXPECT_TRUE(same_bits(ok->t, good->t));
+      sj_tensor_destroy(ok);
+      destroy_all(fresh);
+      EXPECT_EQ(h.live.load(), live_before) << "blocks leaked";
+    }
+    sj_tensor_destroy(good);
+  }
+}
+
+// The wide-product paths (a memory cap under the dense accumulator's size: hash accumulator,
+// mask row searched) fail cleanly at each allocation too.
+TEST(FaultInjection, WideProductsUnderACap) {
+  auto a = matrix(81, 40, 30);
+  sj::test::Rng rng(82);
+  sj::CsResult<int32_t, double> b, mk;
+  for (auto* mat : {&b, &mk}) {
+    const int64_t rows = mat == &b ? 30 : 40;
+    mat->outer = rows;
+    mat->inner = 300000;
+    mat->pos.push_back(0);
+    for (int64_t i = 0; i < rows; ++i) {
+      int32_t c = static_cast<int32_t>(rng.uniform_int(0, 1000));
+      for (int t = 0; t < 6; ++t) {
+        mat->crd.push_back(c);
+        mat->val.push_back(static_cast<double>(rng.uniform_int(1, 5)));
+        c += static_cast<int32_t>(rng.uniform_int(1, 40000));
+      }
+      mat->pos.push_back(static_cast<int64_t>(mat->crd.size()));
+    }
+  }
+  int served = 0;
+  for (sj_schedule s : {SJ_SCHEDULE_AUTO, SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH}) {
+    for (int masked = 0; masked < 2; ++masked) {
+      if (masked && s == SJ_SCHEDULE_GUSTAVSON_HASH) continue;
+      sj_op_options o;
+      sj_op_options_init(&o);
+      o.schedule = s;
+      Case c{std::string(masked ? "wide masked" : "wide spgemm") + " schedule " + std::to_string(s),
+             [&](sj_context* ctx) { return Handles{csr(ctx, mk), csr(ctx, a), csr(ctx, b)}; },
+             [=](sj_context* ctx, const Handles& h, sj_tensor** out) {
+               return masked ? sj_spgemm_masked(ctx, h[0], h[1], h[2], &o, out) : sj_spgemm(ctx, h[1], h[2], &o, out);
+             }};
+      if (fail_each_allocation(c, 1 << 20) > 0) ++served;
+    }
+  }
+  EXPECT_EQ(served, 5);
 }
 
 TEST(FaultInjection, FileReadAndConversionsAndCopies) {

@@ -6,16 +6,25 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <tuple>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "capi/handles.hpp"
 #include "sparsejit/sparsejit.h"
+#include "tests/fuzz/capi_ops_harness.hpp"  // same_bits
+#include "tests/random_matrices.hpp"
 
 // Under AddressSanitizer a request for terabytes aborts the process by default; the library
 // promises SJ_ERR_OUT_OF_MEMORY, which is what a real allocator's failure gives, so let ASan
@@ -275,13 +284,11 @@ void outer_product_over_cap(int threads, sj_schedule schedule, bool dense_output
 
 TEST(Limits, SpgemmOutputLargerThanTheMemoryCap) {
   for (int threads : {1, 2})
-    // Not SJ_SCHEDULE_REFERENCE nor SJ_SCHEDULE_INNER with a sparse output: those build their
-    // result in std::vector and meet the cap only when copying it out (a known gap, see the
-    // README's Hardening section). Both with a dense output are checked.
+    // The reference and inner schedules build a sparse result in std::vector: they charge an
+    // upper bound (or, over the cap, the exact symbolic count) against the cap first.
     for (sj_schedule s : {SJ_SCHEDULE_AUTO, SJ_SCHEDULE_REFERENCE, SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH,
                           SJ_SCHEDULE_INNER})
       for (bool dense : {false, true}) {
-        if ((s == SJ_SCHEDULE_INNER || s == SJ_SCHEDULE_REFERENCE) && !dense) continue;
         SCOPED_TRACE("threads " + std::to_string(threads) + " schedule " + std::to_string(s) +
                      (dense ? " dense" : " sparse"));
         outer_product_over_cap(threads, s, dense);
@@ -304,8 +311,368 @@ TEST(Limits, SpgemmOutputSizeThatOverflows) {
   o.dense_output = 1;
   T c;
   EXPECT_TRUE(clean_size_error(sj_spgemm(ctx.c, a.t, b.t, &o, &c.t))) << msg();
-  // (A sparse output is not checked here: Gustavson sizes its accumulator by the column count,
-  // 2^62, and asks for it — a known gap, see the README's Hardening section.)
+  // A sparse output is small (5 entries): every schedule computes it or refuses cleanly, and
+  // Gustavson computes it without a workspace sized by the 2^62 columns.
+  o.dense_output = 0;
+  for (sj_schedule s : {SJ_SCHEDULE_AUTO, SJ_SCHEDULE_REFERENCE, SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH,
+                        SJ_SCHEDULE_INNER}) {
+    o.schedule = s;
+    T sparse;
+    const sj_status st = sj_spgemm(ctx.c, a.t, b.t, &o, &sparse.t);
+    if (s == SJ_SCHEDULE_GUSTAVSON_DENSE || s == SJ_SCHEDULE_GUSTAVSON_HASH || s == SJ_SCHEDULE_AUTO) {
+      ASSERT_EQ(st, SJ_OK) << s << ": " << msg();
+      sj_tensor_info info;
+      ASSERT_EQ(sj_tensor_get_info(sparse.t, &info), SJ_OK);
+      EXPECT_EQ(info.nnz, 5);
+    } else {
+      EXPECT_TRUE(clean_size_error(st)) << s << ": " << msg();
+    }
+  }
+}
+
+
+// ---------------------------------------------------------------------------------------
+// Huge declared dimensions with few entries: every operation either gives the right result
+// with small memory or refuses with SJ_ERR_OUT_OF_MEMORY naming the memory cap before any
+// large allocation. A counting allocator hook records the largest single request.
+
+using sj::fuzz::capi_ops_detail::same_bits;
+
+struct CountingHooks {
+  std::atomic<size_t> largest{0};
+  std::atomic<int64_t> live{0};
+};
+void* counting_alloc(size_t size, size_t align, void* user) {
+  auto* h = static_cast<CountingHooks*>(user);
+  size_t seen = h->largest.load();
+  while (size > seen && !h->largest.compare_exchange_weak(seen, size)) {
+  }
+  void* p = std::aligned_alloc(align, size);
+  if (p) ++h->live;
+  return p;
+}
+void counting_free(void* p, size_t, void* user) {
+  --static_cast<CountingHooks*>(user)->live;
+  std::free(p);
+}
+
+struct CountingCtx {
+  CountingHooks hooks;
+  sj_context* c = nullptr;
+  CountingCtx(size_t cap, int threads) {
+    sj_config cfg;
+    sj_config_init(&cfg);
+    cfg.disable_disk_cache = 1;
+    cfg.memory_cap_bytes = cap;
+    cfg.threads = threads;
+    cfg.allocator = {counting_alloc, counting_free, &hooks};
+    EXPECT_EQ(sj_context_create(&cfg, &c), SJ_OK);
+  }
+  ~CountingCtx() {
+    EXPECT_EQ(sj_context_destroy(c), SJ_OK) << msg();
+    EXPECT_EQ(hooks.live.load(), 0);
+  }
+};
+
+using Entries = std::map<std::pair<int64_t, int64_t>, double>;
+
+// The stored entries of a CSR matrix or sparse vector result (f64; int32 or int64 coordinates).
+Entries entries_of(const sj_tensor* t) {
+  sj_tensor_info info;
+  EXPECT_EQ(sj_tensor_get_info(t, &info), SJ_OK);
+  const void* vals = nullptr;
+  int64_t nv = 0;
+  EXPECT_EQ(sj_tensor_get_values(t, &vals, &nv), SJ_OK);
+  auto crd_at = [&](const void* crd, int64_t p) {
+    return info.index_type == SJ_INDEX_INT32 ? static_cast<int64_t>(static_cast<const int32_t*>(crd)[p])
+                                             : static_cast<const int64_t*>(crd)[p];
+  };
+  Entries e;
+  const int64_t* pos = nullptr;
+  const void* crd = nullptr;
+  if (info.order == 1) {
+    EXPECT_EQ(sj_tensor_get_level(t, 0, &pos, nullptr, &crd, nullptr), SJ_OK);
+    for (int64_t p = 0; p < nv; ++p) e[{crd_at(crd, p), 0}] = static_cast<const double*>(vals)[p];
+    return e;
+  }
+  EXPECT_EQ(info.format, SJ_FORMAT_CSR);
+  EXPECT_EQ(sj_tensor_get_level(t, 1, &pos, nullptr, &crd, nullptr), SJ_OK);
+  for (int64_t i = 0; i < info.dims[0]; ++i)
+    for (int64_t p = pos[i]; p < pos[i + 1]; ++p) {
+      EXPECT_TRUE(p == pos[i] || crd_at(crd, p) > crd_at(crd, p - 1)) << "row " << i << " not sorted";
+      e[{i, crd_at(crd, p)}] = static_cast<const double*>(vals)[p];
+    }
+  return e;
+}
+
+template <class I>
+sj_status make_csr(sj_context* c, int64_t rows, int64_t cols, const std::vector<std::tuple<int64_t, int64_t, double>>& es,
+                   sj_tensor** out) {
+  std::vector<int64_t> pos(static_cast<size_t>(rows) + 1, 0);
+  std::vector<I> crd;
+  std::vector<double> val;
+  for (auto [r, cc, v] : es) {
+    ++pos[static_cast<size_t>(r) + 1];
+    crd.push_back(static_cast<I>(cc));
+    val.push_back(v);
+  }
+  for (int64_t r = 0; r < rows; ++r) pos[r + 1] += pos[r];
+  const sj_index_type it = sizeof(I) == 4 ? SJ_INDEX_INT32 : SJ_INDEX_INT64;
+  return sj_tensor_create_csr(c, rows, cols, it, SJ_VALUE_F64, pos.data(), crd.data(), val.data(), SJ_TENSOR_COPY, out);
+}
+
+const sj_schedule kAllSchedules[] = {SJ_SCHEDULE_AUTO,  SJ_SCHEDULE_REFERENCE, SJ_SCHEDULE_GUSTAVSON_DENSE,
+                                     SJ_SCHEDULE_GUSTAVSON_HASH, SJ_SCHEDULE_INNER, SJ_SCHEDULE_TRANSPOSE,
+                                     SJ_SCHEDULE_SEARCH, SJ_SCHEDULE_DENSIFY,   SJ_SCHEDULE_PUSH,
+                                     SJ_SCHEDULE_FUSED};
+
+// One call on huge-dimension operands: a correct result, or a clean refusal (out of memory
+// naming the cap; or, for a forced schedule that does not serve the call, invalid argument),
+// with no single allocation at or above the cap and little growth of the process's memory.
+// Returns whether a result came back.
+bool small_or_refused(CountingCtx& ctx, size_t cap, const std::string& what, const Entries* want,
+                      const std::function<sj_status(sj_tensor**)>& call) {
+  SCOPED_TRACE(what);
+  ctx.hooks.largest = 0;
+  const long before = max_rss_kib();
+  sj_tensor* out = reinterpret_cast<sj_tensor*>(0x77);
+  const sj_status s = call(&out);
+  const long grew_mib = (max_rss_kib() - before) / 1024;
+  EXPECT_LT(ctx.hooks.largest.load(), cap) << "an allocation of " << ctx.hooks.largest.load() << " bytes";
+  EXPECT_LT(grew_mib, 64) << "peak memory grew by " << grew_mib << " MiB";
+  if (s == SJ_OK) {
+    if (want) {
+      EXPECT_EQ(entries_of(out), *want);
+    }
+    sj_tensor_destroy(out);
+    return true;
+  }
+  EXPECT_EQ(out, reinterpret_cast<sj_tensor*>(0x77)) << "a failed call wrote its output";
+  if (s == SJ_ERR_INVALID_ARGUMENT) return false;  // a forced schedule that does not serve it
+  EXPECT_EQ(s, SJ_ERR_OUT_OF_MEMORY) << msg();
+  EXPECT_NE(msg().find("memory cap"), std::string::npos) << msg();
+  return false;
+}
+
+// A (2 x 3) * B (3 x n) with B's entries at both ends of its n columns, and the same B as the
+// matrix of SpMSpV / element-wise operations. Row 0 of A has three entries (the accumulator's
+// path), row 1 one.
+template <class I> void huge_columns_every_operation(int64_t n, int threads) {
+  constexpr size_t cap = 16 << 20;
+  CountingCtx ctx(cap, threads);
+  T a, b, m, x, b2;
+  ASSERT_EQ(make_csr<I>(ctx.c, 2, 3, {{0, 0, 1}, {0, 1, 10}, {0, 2, 2}, {1, 1, 3}}, &a.t), SJ_OK) << msg();
+  ASSERT_EQ(make_csr<I>(ctx.c, 3, n, {{0, 5, 5}, {0, n - 1, 4}, {1, 0, 7}, {2, 5, 6}}, &b.t), SJ_OK) << msg();
+  ASSERT_EQ(make_csr<I>(ctx.c, 3, n, {{0, 5, 1}, {1, 0, 2}, {1, n - 2, 3}, {2, n - 1, 4}}, &b2.t), SJ_OK) << msg();
+  ASSERT_EQ(make_csr<I>(ctx.c, 2, n, {{0, 5, 1}, {0, n - 1, 1}, {1, 0, 1}, {1, 7, 1}}, &m.t), SJ_OK) << msg();
+  std::vector<I> xi{0, 5, static_cast<I>(n - 1)};
+  std::vector<double> xv{2, 3, 0.5};
+  const sj_index_type it = sizeof(I) == 4 ? SJ_INDEX_INT32 : SJ_INDEX_INT64;
+  ASSERT_EQ(sj_tensor_create_sparse_vector(ctx.c, n, 3, it, SJ_VALUE_F64, xi.data(), xv.data(), SJ_TENSOR_COPY, &x.t),
+            SJ_OK)
+      << msg();
+  const Entries product{{{0, 0}, 70}, {{0, 5}, 17}, {{0, n - 1}, 4}, {{1, 0}, 21}};
+  const Entries masked{{{0, 5}, 17}, {{0, n - 1}, 4}, {{1, 0}, 21}};
+  const Entries spmspv{{{0, 0}, 17}, {{1, 0}, 14}, {{2, 0}, 18}};
+  const Entries mult{{{0, 5}, 5}, {{1, 0}, 14}};
+  const Entries add{{{0, 5}, 6}, {{0, n - 1}, 4}, {{1, 0}, 9}, {{1, n - 2}, 3}, {{2, 5}, 6}, {{2, n - 1}, 4}};
+  int served = 0;
+  for (sj_schedule sch : kAllSchedules) {
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.schedule = sch;
+    const std::string s = " schedule " + std::to_string(sch);
+    served += small_or_refused(ctx, cap, "spgemm" + s, &product, [&](sj_tensor** out) { return sj_spgemm(ctx.c, a.t, b.t, &o, out); });
+    served += small_or_refused(ctx, cap, "masked spgemm" + s, &masked,
+                               [&](sj_tensor** out) { return sj_spgemm_masked(ctx.c, m.t, a.t, b.t, &o, out); });
+    served += small_or_refused(ctx, cap, "spmspv" + s, &spmspv, [&](sj_tensor** out) { return sj_spmspv(ctx.c, b.t, x.t, &o, out); });
+    served += small_or_refused(ctx, cap, "ewise-mult" + s, &mult, [&](sj_tensor** out) { return sj_ewise_mult(ctx.c, b.t, b2.t, &o, out); });
+    served += small_or_refused(ctx, cap, "ewise-add" + s, &add, [&](sj_tensor** out) { return sj_ewise_add(ctx.c, b.t, b2.t, &o, out); });
+    o.dense_output = 1;
+    // Dense outputs of 2 x n: refused (or, for SpMSpV's 3 rows, computed).
+    small_or_refused(ctx, cap, "spgemm dense" + s, nullptr, [&](sj_tensor** out) { return sj_spgemm(ctx.c, a.t, b.t, &o, out); });
+    small_or_refused(ctx, cap, "spmspv dense" + s, nullptr, [&](sj_tensor** out) { return sj_spmspv(ctx.c, b.t, x.t, &o, out); });
+  }
+  // The automatic choice and the Gustavson schedules compute the wide product; the masked one
+  // by saxpy; SpMSpV row-wise; element-wise by merging rows.
+  EXPECT_GE(served, 5 + 1 + 3);
+  // Transposing needs n + 1 positions: refused.
+  small_or_refused(ctx, cap, "transpose", nullptr, [&](sj_tensor** out) { return sj_transpose(ctx.c, b.t, out); });
+  // Gustavson computes it without a cap too, still with small memory (hash accumulator).
+  CountingCtx uncapped(0, threads);
+  T a3, b3;
+  ASSERT_EQ(make_csr<I>(uncapped.c, 2, 3, {{0, 0, 1}, {0, 1, 10}, {0, 2, 2}, {1, 1, 3}}, &a3.t), SJ_OK) << msg();
+  ASSERT_EQ(make_csr<I>(uncapped.c, 3, n, {{0, 5, 5}, {0, n - 1, 4}, {1, 0, 7}, {2, 5, 6}}, &b3.t), SJ_OK) << msg();
+  for (sj_schedule sch : {SJ_SCHEDULE_AUTO, SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH}) {
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.schedule = sch;
+    EXPECT_TRUE(small_or_refused(uncapped, size_t(64) << 20, "uncapped spgemm schedule " + std::to_string(sch), &product,
+                                 [&](sj_tensor** out) { return sj_spgemm(uncapped.c, a3.t, b3.t, &o, out); }));
+  }
+}
+
+TEST(Limits, HugeColumnsFewEntriesEveryOperation) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    {
+      SCOPED_TRACE("int32, 2^31 - 1 columns");
+      huge_columns_every_operation<int32_t>(kI32Max, threads);
+    }
+    {
+      SCOPED_TRACE("int64, 2^40 columns");
+      huge_columns_every_operation<int64_t>(int64_t(1) << 40, threads);
+    }
+  }
+}
+
+// Random sparse matrices with entries scattered over `cols` columns (a few per row).
+sj::CsResult<int32_t, double> scattered(uint64_t seed, int64_t rows, int64_t cols, int per_row) {
+  sj::test::Rng rng(seed);
+  sj::CsResult<int32_t, double> m;
+  m.outer = rows;
+  m.inner = cols;
+  m.pos.push_back(0);
+  for (int64_t i = 0; i < rows; ++i) {
+    std::vector<int32_t> cs;
+    const int64_t len = rng.uniform_int(0, per_row);
+    for (int64_t t = 0; t < len; ++t) cs.push_back(static_cast<int32_t>(rng.uniform_int(0, cols - 1)));
+    std::sort(cs.begin(), cs.end());
+    cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
+    for (int32_t c : cs) {
+      m.crd.push_back(c);
+      m.val.push_back(rng.uniform01() * 4 - 2);
+    }
+    m.pos.push_back(static_cast<int64_t>(m.crd.size()));
+  }
+  return m;
+}
+
+sj_tensor* handle(sj_context* c, const sj::CsResult<int32_t, double>& m) {
+  sj_tensor* t = nullptr;
+  EXPECT_EQ(sj_tensor_create_csr(c, m.outer, m.inner, SJ_INDEX_INT32, SJ_VALUE_F64, m.pos.data(), m.crd.data(),
+                                 m.val.data(), SJ_TENSOR_COPY, &t),
+            SJ_OK)
+      << msg();
+  return t;
+}
+
+// The paths taken for wide products (hash accumulator without the column bitmap, the mask row
+// searched) give the reference kernel's result bit for bit. A 1 MiB cap makes 300,000 columns
+// wide (the dense accumulator would be 3.6 MB); the reference runs without a cap.
+TEST(Limits, WideProductsMatchTheReference) {
+  const int64_t cols = 300000;
+  // A's columns index B's 40 rows, a few to many per row of A (rows of 1, 2 and more entries).
+  auto am = scattered(1, 80, 40, 12), bm = scattered(2, 40, cols, 30), mm = scattered(3, 80, cols, 200);
+  // Put some of the product's columns into the mask, so the masked result is not empty.
+  Ctx plain;
+  T a0, b0, m0, want, want_masked;
+  a0.t = handle(plain.c, am);
+  b0.t = handle(plain.c, bm);
+  m0.t = handle(plain.c, mm);
+  sj_op_options ref;
+  sj_op_options_init(&ref);
+  ref.schedule = SJ_SCHEDULE_REFERENCE;
+  ASSERT_EQ(sj_spgemm(plain.c, a0.t, b0.t, &ref, &want.t), SJ_OK) << msg();
+  {
+    // A mask of every other product entry plus M's own.
+    Entries e = entries_of(want.t), me;
+    int t = 0;
+    for (auto& [ij, v] : e)
+      if (t++ % 2 == 0) me[ij] = 1;
+    for (int64_t i = 0; i < mm.outer; ++i)
+      for (int64_t p = mm.pos[i]; p < mm.pos[i + 1]; ++p) me[{i, mm.crd[p]}] = 1;
+    std::vector<std::tuple<int64_t, int64_t, double>> list;
+    for (auto& [ij, v] : me) list.emplace_back(ij.first, ij.second, v);
+    sj_tensor_destroy(m0.t);
+    ASSERT_EQ(make_csr<int32_t>(plain.c, mm.outer, cols, list, &m0.t), SJ_OK) << msg();
+  }
+  ASSERT_EQ(sj_spgemm_masked(plain.c, m0.t, a0.t, b0.t, &ref, &want_masked.t), SJ_OK) << msg();
+  ASSERT_GT(entries_of(want_masked.t).size(), 10u);
+  for (int threads : {1, 2}) {
+    CountingCtx capped(1 << 20, threads);
+    T a, b, m;
+    a.t = handle(capped.c, am);
+    b.t = handle(capped.c, bm);
+    ASSERT_EQ(sj_tensor_convert(capped.c, m0.t, SJ_FORMAT_CSR, nullptr, SJ_INDEX_INT32, &m.t), SJ_OK) << msg();
+    for (sj_schedule s : {SJ_SCHEDULE_AUTO, SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + " schedule " + std::to_string(s));
+      sj_op_options o;
+      sj_op_options_init(&o);
+      o.schedule = s;
+      T got;
+      capped.hooks.largest = 0;
+      ASSERT_EQ(sj_spgemm(capped.c, a.t, b.t, &o, &got.t), SJ_OK) << msg();
+      EXPECT_TRUE(same_bits(got.t->t, want.t->t));
+      EXPECT_LT(capped.hooks.largest.load(), size_t(1) << 20);
+      if (s == SJ_SCHEDULE_GUSTAVSON_HASH) continue;
+      T gm;
+      ASSERT_EQ(sj_spgemm_masked(capped.c, m.t, a.t, b.t, &o, &gm.t), SJ_OK) << msg();
+      EXPECT_TRUE(same_bits(gm.t->t, want_masked.t->t));
+    }
+    // The plan explains why the dense accumulator is not used.
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.schedule = SJ_SCHEDULE_GUSTAVSON_DENSE;
+    const sj_tensor* ops[2] = {a.t, b.t};
+    sj_plan* p = nullptr;
+    ASSERT_EQ(sj_plan_create(capped.c, SJ_OP_SPGEMM, ops, 2, &o, &p), SJ_OK) << msg();
+    const char* text = nullptr;
+    ASSERT_EQ(sj_plan_explain_text(p, &text), SJ_OK);
+    EXPECT_NE(std::string(text).find("hash accumulator without column bitmap"), std::string::npos) << text;
+    sj_plan_destroy(p);
+  }
+}
+
+// The cap against the exact size of a result, (rows + 1) * 8 + nnz * (4 + 8) bytes for a CSR
+// int32/f64 one: a cap of that size plus a little (Gustavson keeps 4 entries of slack) lets
+// every schedule compute it; one byte less refuses it, naming the cap, output untouched.
+TEST(Limits, MemoryCapJustAboveAndBelowTheExactOutput) {
+  sj::test::Rng rng(7);
+  auto am = sj::test::random_matrix<int32_t, double>(rng, 150, 120, sj::test::Values::SmallInt);
+  auto bm = sj::test::random_matrix<int32_t, double>(rng, 120, 140, sj::test::Values::SmallInt);
+  Ctx plain;
+  T a0, b0, want, want_dense;
+  a0.t = handle(plain.c, am);
+  b0.t = handle(plain.c, bm);
+  sj_op_options ref;
+  sj_op_options_init(&ref);
+  ref.schedule = SJ_SCHEDULE_REFERENCE;
+  ASSERT_EQ(sj_spgemm(plain.c, a0.t, b0.t, &ref, &want.t), SJ_OK) << msg();
+  sj_tensor_info info;
+  ASSERT_EQ(sj_tensor_get_info(want.t, &info), SJ_OK);
+  const size_t exact = (150 + 1) * 8 + static_cast<size_t>(info.nnz) * 12;
+  const size_t dense_exact = 150 * 140 * 8;
+  ASSERT_GT(info.nnz, 1000);
+  for (int threads : {1, 2})
+    for (sj_schedule s : {SJ_SCHEDULE_AUTO, SJ_SCHEDULE_REFERENCE, SJ_SCHEDULE_GUSTAVSON_DENSE,
+                          SJ_SCHEDULE_GUSTAVSON_HASH, SJ_SCHEDULE_INNER})
+      for (bool dense : {false, true}) {
+        SCOPED_TRACE("threads " + std::to_string(threads) + " schedule " + std::to_string(s) +
+                     (dense ? " dense" : " sparse"));
+        const size_t size = dense ? dense_exact : exact;
+        for (size_t cap : {size + 4096, size - 1}) {
+          Ctx ctx(cap, threads);
+          T a, b;
+          a.t = handle(ctx.c, am);
+          b.t = handle(ctx.c, bm);
+          sj_op_options o;
+          sj_op_options_init(&o);
+          o.schedule = s;
+          o.dense_output = dense;
+          sj_tensor* out = reinterpret_cast<sj_tensor*>(0x77);
+          const sj_status st = sj_spgemm(ctx.c, a.t, b.t, &o, &out);
+          if (cap > size) {
+            ASSERT_EQ(st, SJ_OK) << "cap " << cap << ": " << msg();
+            if (!dense) EXPECT_TRUE(same_bits(out->t, want.t->t));
+            sj_tensor_destroy(out);
+          } else {
+            EXPECT_EQ(st, SJ_ERR_OUT_OF_MEMORY) << "cap " << cap;
+            EXPECT_NE(msg().find("memory cap of " + std::to_string(cap)), std::string::npos) << msg();
+            EXPECT_EQ(out, reinterpret_cast<sj_tensor*>(0x77));
+          }
+        }
+      }
 }
 
 }  // namespace
