@@ -20,19 +20,6 @@ namespace sj::fuzz {
 
 namespace capi_ops_detail {
 
-struct Context {
-  sj_context* c = nullptr;
-  Context() {
-    sj_config cfg;
-    sj_config_init(&cfg);
-    cfg.disable_disk_cache = 1;
-    cfg.log_level = SJ_LOG_OFF;
-    cfg.memory_cap_bytes = kMemoryCap;
-    cfg.threads = 1;
-    if (sj_context_create(&cfg, &c) != SJ_OK) broken("cannot create a context");
-  }
-};
-
 struct Handle {
   sj_tensor* t = nullptr;
   Handle() = default;

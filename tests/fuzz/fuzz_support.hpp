@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "sparsejit/sparsejit.h"
 #include "src/allocator.hpp"
 
 namespace sj::fuzz {
@@ -25,6 +26,21 @@ inline const Allocator& capped_allocator() {
   std::fprintf(stderr, "fuzz invariant broken: %s %s\n", what, detail);
   std::abort();
 }
+
+// The context every C API harness runs in: no disk cache, no logging, the fuzz memory cap, one
+// thread (a harness keeps one for the whole process).
+struct Context {
+  sj_context* c = nullptr;
+  Context() {
+    sj_config cfg;
+    sj_config_init(&cfg);
+    cfg.disable_disk_cache = 1;
+    cfg.log_level = SJ_LOG_OFF;
+    cfg.memory_cap_bytes = kMemoryCap;
+    cfg.threads = 1;
+    if (sj_context_create(&cfg, &c) != SJ_OK) broken("cannot create a context");
+  }
+};
 
 #define SJ_FUZZ_CHECK(cond, detail) \
   do {                              \

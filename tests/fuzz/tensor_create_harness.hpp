@@ -36,19 +36,6 @@ inline int64_t small_or_raw(ByteReader& r) {
   return b;
 }
 
-struct Context {
-  sj_context* c = nullptr;
-  Context() {
-    sj_config cfg;
-    sj_config_init(&cfg);
-    cfg.disable_disk_cache = 1;
-    cfg.log_level = SJ_LOG_OFF;
-    cfg.memory_cap_bytes = kMemoryCap;
-    cfg.threads = 1;
-    if (sj_context_create(&cfg, &c) != SJ_OK) broken("cannot create a context");
-  }
-};
-
 inline void expect_clean(sj_status s) {
   SJ_FUZZ_CHECK(s != SJ_ERR_INTERNAL, sj_last_error_message());
 }
