@@ -8,6 +8,22 @@
 
 namespace sj::einsum {
 
+namespace {
+// The result's shape, types and level kinds; the arrays of its compressed levels are filled
+// by the caller (finish and finish_pieces).
+Tensor empty_result(const FormatSpec& spec, const std::array<int64_t, kMaxOrder>& dims, IndexType it, ValueType vt) {
+  Tensor t;
+  t.order = spec.order;
+  t.dims = dims;
+  t.mode_order = spec.mode_order;
+  t.index_type = it;
+  t.value_type = vt;
+  t.levels.resize(spec.order);
+  for (int l = 0; l < spec.order; ++l) t.levels[l].kind = spec.kinds[l];
+  return t;
+}
+}  // namespace
+
 CooSink::CooSink(int order, const std::array<int64_t, kMaxOrder>& dims) {
   coo.order = order;
   coo.dims = dims;
@@ -93,17 +109,9 @@ Tensor StreamingAssembler::finish_pieces(const std::vector<std::unique_ptr<Strea
     }
     val_at[c + 1] = val_at[c] + static_cast<int64_t>(q.values.size());
   }
-  Tensor t;
-  t.order = r;
-  t.dims = first.dims;
-  t.mode_order = spec.mode_order;
-  t.index_type = it;
-  t.value_type = vt;
-  t.levels.resize(r);
-  for (int l = 0; l < r; ++l) {
+  Tensor t = empty_result(spec, first.dims, it, vt);
+  for (int l = D; l < r; ++l) {
     Level& lv = t.levels[l];
-    lv.kind = spec.kinds[l];
-    if (l < D) continue;
     const int64_t npos = l == D ? total_dense + 1 : pos_at[k][l] + 1;
     lv.pos = Buffer::allocate_array(alloc, npos, sizeof(int64_t));
     lv.crd = Buffer::allocate_array(alloc, crd_at[k][l], static_cast<size_t>(index_size(it)));
@@ -143,17 +151,9 @@ Tensor StreamingAssembler::finish(IndexType it, ValueType vt, const Allocator& a
   if (out_of_order) fail(SJ_ERR_INTERNAL, "einsum output: an entry was emitted twice (please report)");
   const int r = spec.order;
   const int D = dense_prefix;
-  Tensor t;
-  t.order = r;
-  t.dims = dims;
-  t.mode_order = spec.mode_order;
-  t.index_type = it;
-  t.value_type = vt;
-  t.levels.resize(r);
-  for (int l = 0; l < r; ++l) {
+  Tensor t = empty_result(spec, dims, it, vt);
+  for (int l = D; l < r; ++l) {
     Level& lv = t.levels[l];
-    lv.kind = spec.kinds[l];
-    if (l < D) continue;
     std::vector<int64_t> p;
     if (l == D) {
       p.resize(dense_positions + 1);
