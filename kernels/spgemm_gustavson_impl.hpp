@@ -356,17 +356,30 @@ template <class S, class I, class V> struct HashAcc {
   int64_t cols;
   uint64_t* bits;
 
+  // The open-addressing table of a row with entries [a0, a1) of A: twice the most distinct
+  // columns it can have (its multiplies, at most B's columns), a power of two; cap 0 when the
+  // row forms no product.
+  struct Table {
+    uint64_t cap = 0;
+    int shift = 0;
+  };
+  Table table(const CsView<I, V>& A, const CsView<I, V>& B, int64_t a0, int64_t a1) const {
+    int64_t flops = 0;
+    for (int64_t pa = a0; pa < a1; ++pa) flops += B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]];
+    if (flops == 0) return {};
+    const uint64_t cap = std::bit_ceil(static_cast<uint64_t>(2 * std::min(flops, cols)));
+    return {cap, 64 - std::countr_zero(cap)};
+  }
+
   int64_t row(const CsView<I, V>& A, const CsView<I, V>& B, int64_t i, I* __restrict oc, V* __restrict ov,
               HashScratch<I, V>& ws) const {
     const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
     if (a1 - a0 == 1) return row_one<S>(B, A.val[a0], A.crd[a0], oc, ov);
     if (a1 - a0 == 2) return row_two<S>(B, A.val[a0], A.crd[a0], A.val[a0 + 1], A.crd[a0 + 1], oc, ov);
-    int64_t flops = 0;
-    for (int64_t pa = a0; pa < a1; ++pa) flops += B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]];
-    if (flops == 0) return 0;
-    const uint64_t cap = std::bit_ceil(static_cast<uint64_t>(2 * std::min(flops, cols)));
-    const int shift = 64 - std::countr_zero(cap);
-    const uint64_t mask = cap - 1;
+    const Table tb = table(A, B, a0, a1);
+    if (tb.cap == 0) return 0;
+    const uint64_t cap = tb.cap, mask = tb.cap - 1;
+    const int shift = tb.shift;
     I* __restrict keys = ws.ensure(cap);
     V* __restrict vals = ws.vals.data();
     int64_t n = 0;
@@ -407,12 +420,10 @@ template <class S, class I, class V> struct HashAcc {
     const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
     if (a1 - a0 == 1) return B.pos[A.crd[a0] + 1] - B.pos[A.crd[a0]];
     if (a1 - a0 == 2) return count_two(B, A.crd[a0], A.crd[a0 + 1]);
-    int64_t flops = 0;
-    for (int64_t pa = a0; pa < a1; ++pa) flops += B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]];
-    if (flops == 0) return 0;
-    const uint64_t cap = std::bit_ceil(static_cast<uint64_t>(2 * std::min(flops, cols)));
-    const int shift = 64 - std::countr_zero(cap);
-    const uint64_t mask = cap - 1;
+    const Table tb = table(A, B, a0, a1);
+    if (tb.cap == 0) return 0;
+    const uint64_t cap = tb.cap, mask = tb.cap - 1;
+    const int shift = tb.shift;
     I* __restrict keys = ws.ensure(cap);
     int64_t n = 0;
     for (int64_t pa = a0; pa < a1; ++pa) {
