@@ -698,6 +698,28 @@ TEST(EinsumCli, OutputExplainAndErrors) {
   EXPECT_NE(text.find("format of B"), std::string::npos) << text;
   text = cli("einsum \"a(i) = B(i,j) * C(j,i)\" --tensor B=" + m + " --bogus", &st);
   EXPECT_EQ(st, 2) << text;
+
+  // --threads: the plan asks for that many, and the result (nnz, checksum: the CSV's last two
+  // fields) is the same for 1 and 2 threads; a bad count is a usage error.
+  auto tail2 = [](const std::string& csv) {
+    const std::string line = csv.substr(0, csv.find_last_not_of('\n') + 1);
+    const size_t last = line.rfind(','), before = line.rfind(',', last - 1);
+    return line.substr(before + 1);
+  };
+  const std::string spgemm = "einsum \"C(i,j) = A(i,k) * B(k,j)\" --tensor A=" + m + ":csr --tensor B=" + m + ":csr";
+  const std::string one = cli(spgemm + " --repeat 1 --csv --threads 1", &st);
+  EXPECT_EQ(st, 0) << one;
+  const std::string two = cli(spgemm + " --repeat 1 --csv --threads 2", &st);
+  EXPECT_EQ(st, 0) << two;
+  EXPECT_EQ(tail2(one), tail2(two)) << one << two;
+  text = cli(spgemm + " --repeat 1 --explain --threads 2", &st);
+  EXPECT_EQ(st, 0) << text;
+  EXPECT_NE(text.find("(requested 2)"), std::string::npos) << text;
+  for (const char* bad : {"x", "-1", "5000"}) {
+    text = cli(spgemm + " --threads " + bad, &st);
+    EXPECT_EQ(st, 2) << text;
+    EXPECT_NE(text.find("--threads wants a count"), std::string::npos) << text;
+  }
 }
 
 }  // namespace
