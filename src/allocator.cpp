@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "src/block_pool.hpp"
 #include "src/error.hpp"
 
 namespace sj {
@@ -10,8 +11,9 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
-void* default_alloc(size_t size, size_t align, void*) { return std::aligned_alloc(align, size); }
-void default_free(void* p, size_t, void*) { std::free(p); }
+// Large blocks come from (and go back to) the pool of freed blocks: see block_pool.hpp.
+void* default_alloc(size_t size, size_t align, void*) { return BlockPool::global().allocate(size, align); }
+void default_free(void* p, size_t size, void*) { BlockPool::global().free(p, size); }
 
 }  // namespace
 

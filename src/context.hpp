@@ -8,6 +8,7 @@
 
 #include "spdlog/logger.h"
 #include "src/allocator.hpp"
+#include "src/block_pool.hpp"
 #include "src/thread_pool.hpp"
 
 namespace sj {
@@ -19,6 +20,9 @@ class PersistentStore;
 struct Context {
   explicit Context(const sj_config& config);
 
+  // First member, so destroyed last: while any context lives, freed large result blocks are
+  // kept for reuse; the last context to go gives them back (block_pool.hpp).
+  BlockPool::Lease pool_lease;
   sj_config config;  // as given (cache_dir copied below)
   Allocator allocator;
   std::shared_ptr<spdlog::logger> logger;

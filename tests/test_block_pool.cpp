@@ -1,0 +1,123 @@
+// The pool of freed large blocks behind the default allocator (src/block_pool.hpp).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "sparsejit/sparsejit.h"
+#include "src/block_pool.hpp"
+
+namespace {
+
+using sj::BlockPool;
+constexpr size_t kMin = BlockPool::kMinBlock;
+
+TEST(BlockPool, SizeClassesArePowersOfTwoFromTheMinimumBlock) {
+  EXPECT_EQ(BlockPool::block_size(100), 100u);
+  EXPECT_EQ(BlockPool::block_size(kMin - 64), kMin - 64);
+  EXPECT_EQ(BlockPool::block_size(kMin), kMin);
+  EXPECT_EQ(BlockPool::block_size(kMin + 64), 2 * kMin);
+  EXPECT_EQ(BlockPool::block_size(3 * kMin), 4 * kMin);
+}
+
+TEST(BlockPool, AFreedBlockIsHandedOutAgainForItsSizeClass) {
+  BlockPool pool(16 * kMin);
+  void* a = pool.allocate(kMin + 100, 64);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  std::memset(a, 1, kMin + 100);
+  pool.free(a, kMin + 100);
+  EXPECT_EQ(pool.held_bytes(), 2 * kMin);
+  void* b = pool.allocate(2 * kMin - 64, 64);  // same class
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(pool.held_bytes(), 0u);
+  void* c = pool.allocate(kMin + 100, 64);  // the bin is empty now
+  EXPECT_NE(c, a);
+  void* d = pool.allocate(kMin / 2, 64);  // small: never pooled
+  pool.free(d, kMin / 2);
+  EXPECT_EQ(pool.held_bytes(), 0u);
+  pool.free(b, 2 * kMin - 64);
+  pool.free(c, kMin + 100);
+  EXPECT_EQ(pool.held_bytes(), 4 * kMin);
+  pool.release();
+  EXPECT_EQ(pool.held_bytes(), 0u);
+}
+
+TEST(BlockPool, HoldsNoMoreThanItsLimit) {
+  BlockPool pool(5 * kMin);
+  std::vector<void*> blocks;
+  for (int k = 0; k < 8; ++k) blocks.push_back(pool.allocate(kMin, 64));
+  for (void* p : blocks) pool.free(p, kMin);
+  EXPECT_EQ(pool.held_bytes(), 5 * kMin);
+  void* big = pool.allocate(8 * kMin, 64);  // a class above the limit is never kept
+  pool.free(big, 8 * kMin);
+  EXPECT_EQ(pool.held_bytes(), 5 * kMin);
+  BlockPool off(0);  // SPARSEJIT_POOL_MB=0
+  void* p = off.allocate(kMin, 64);
+  off.free(p, kMin);
+  EXPECT_EQ(off.held_bytes(), 0u);
+}
+
+TEST(BlockPool, ThreadsAllocatingAndFreeingConcurrentlyNeverShareABlock) {
+  BlockPool pool(64 * kMin);
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      for (int k = 0; k < 200; ++k) {
+        const size_t n = kMin / 2 + rng() % (4 * kMin);
+        auto* p = static_cast<unsigned char*>(pool.allocate(n, 64));
+        const unsigned char mark = static_cast<unsigned char>(t * 50 + k);
+        std::memset(p, mark, n);
+        std::this_thread::yield();
+        for (size_t i = 0; i < n; i += 4096) bad[t] += p[i] != mark;
+        bad[t] += p[n - 1] != mark;
+        pool.free(p, n);
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
+  EXPECT_LE(pool.held_bytes(), 64 * kMin);
+}
+
+// Through the C API: a destroyed result's block serves the next call's result, the results
+// stay right, and destroying the last context gives the blocks back.
+TEST(BlockPool, ResultsOfRepeatedCallsReuseBlocksWhileAContextLives) {
+  if (BlockPool::global().limit() < 64 * kMin) GTEST_SKIP() << "pool limited by SPARSEJIT_POOL_MB";
+  const bool only_context = BlockPool::live_leases() == 0;  // other tests may keep one
+  sj_context* ctx = nullptr;
+  ASSERT_EQ(sj_context_create(nullptr, &ctx), SJ_OK);
+  // A 200x200 all-ones matrix times itself: every entry is 200 (40000 entries: > 256 KiB of values).
+  const int64_t n = 200;
+  std::vector<int64_t> pos(n + 1);
+  std::vector<int32_t> crd(n * n);
+  std::vector<double> val(n * n, 1.0);
+  for (int64_t i = 0; i <= n; ++i) pos[i] = i * n;
+  for (int64_t p = 0; p < n * n; ++p) crd[p] = static_cast<int32_t>(p % n);
+  sj_tensor* A = nullptr;
+  ASSERT_EQ(sj_tensor_create_csr(ctx, n, n, SJ_INDEX_INT32, SJ_VALUE_F64, pos.data(), crd.data(), val.data(), 0, &A),
+            SJ_OK);
+  const void* previous = nullptr;
+  for (int round = 0; round < 3; ++round) {
+    sj_tensor* C = nullptr;
+    ASSERT_EQ(sj_spgemm(ctx, A, A, nullptr, &C), SJ_OK);
+    const void* v = nullptr;
+    int64_t len = 0;
+    ASSERT_EQ(sj_tensor_get_values(C, &v, &len), SJ_OK);
+    ASSERT_EQ(len, n * n);
+    for (int64_t p = 0; p < len; ++p) ASSERT_EQ(static_cast<const double*>(v)[p], double(n)) << p;
+    if (round > 0) EXPECT_EQ(v, previous) << "the values block of the destroyed result is reused";
+    previous = v;
+    sj_tensor_destroy(C);
+    EXPECT_GE(BlockPool::global().held_bytes(), BlockPool::block_size(sizeof(double) * n * n));
+  }
+  sj_tensor_destroy(A);
+  ASSERT_EQ(sj_context_destroy(ctx), SJ_OK);
+  if (only_context) EXPECT_EQ(BlockPool::global().held_bytes(), 0u);
+}
+
+}  // namespace
