@@ -48,18 +48,8 @@ StreamingAssembler::StreamingAssembler(const FormatSpec& s, const std::array<int
     : StreamingAssembler(s, d, 0, s.order > 0 ? d[s.mode_order[0]] : 0) {}
 
 StreamingAssembler::StreamingAssembler(const FormatSpec& s, const std::array<int64_t, kMaxOrder>& d, int64_t lo,
-                                       int64_t hi)
-    : spec(s), dims(d) {
-  while (dense_prefix < spec.order && spec.kinds[dense_prefix] == LevelKind::Dense) {
-    dense_positions *= dims[spec.mode_order[dense_prefix]];
-    ++dense_prefix;
-  }
-  if (dense_prefix > 0) {  // positions of level-0 coordinates [lo, hi)
-    const int64_t inner = dense_positions / std::max<int64_t>(1, dims[spec.mode_order[0]]);
-    dense_base = lo * inner;
-    dense_positions = (hi - lo) * inner;
-  }
-  first_counts.assign(dense_positions, 0);
+                                       int64_t hi) {
+  reset(s, d, lo, hi);
   emit = [](EmitSink* self, const int64_t* c, double v) {
     auto& a = *static_cast<StreamingAssembler*>(self);
     const int r = a.spec.order;
@@ -86,6 +76,60 @@ StreamingAssembler::StreamingAssembler(const FormatSpec& s, const std::array<int
     }
     a.values.push_back(v);
   };
+}
+
+void StreamingAssembler::reset(const FormatSpec& s, const std::array<int64_t, kMaxOrder>& d, int64_t lo, int64_t hi) {
+  spec = s;
+  dims = d;
+  dense_prefix = 0;
+  dense_positions = 1;
+  dense_base = 0;
+  last = {};
+  any = false;
+  out_of_order = false;
+  while (dense_prefix < spec.order && spec.kinds[dense_prefix] == LevelKind::Dense) {
+    dense_positions *= dims[spec.mode_order[dense_prefix]];
+    ++dense_prefix;
+  }
+  if (dense_prefix > 0) {  // positions of level-0 coordinates [lo, hi)
+    const int64_t inner = dense_positions / std::max<int64_t>(1, dims[spec.mode_order[0]]);
+    dense_base = lo * inner;
+    dense_positions = (hi - lo) * inner;
+  }
+  first_counts.assign(static_cast<size_t>(dense_positions), 0);
+  for (int l = 0; l < kMaxOrder; ++l) {
+    pos[l].clear();
+    crd[l].clear();
+  }
+  values.clear();
+}
+
+size_t StreamingAssembler::capacity_bytes() const {
+  size_t b = first_counts.capacity() * sizeof(int64_t) + values.capacity() * sizeof(double);
+  for (int l = 0; l < kMaxOrder; ++l) b += (pos[l].capacity() + crd[l].capacity()) * sizeof(int64_t);
+  return b;
+}
+
+std::unique_ptr<StreamingAssembler> AssemblerStock::take(const FormatSpec& spec,
+                                                         const std::array<int64_t, kMaxOrder>& dims, int64_t lo,
+                                                         int64_t hi) {
+  std::unique_ptr<StreamingAssembler> a;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!kept_.empty()) {
+      a = std::move(kept_.back());
+      kept_.pop_back();
+    }
+  }
+  if (!a) return std::make_unique<StreamingAssembler>(spec, dims, lo, hi);
+  a->reset(spec, dims, lo, hi);
+  return a;
+}
+
+void AssemblerStock::give(std::unique_ptr<StreamingAssembler> a) {
+  if (!a || a->capacity_bytes() > kMaxKeptBytes) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (kept_.size() < kMaxKept) kept_.push_back(std::move(a));
 }
 
 Tensor StreamingAssembler::finish_pieces(const std::vector<std::unique_ptr<StreamingAssembler>>& pieces, Workers& w,

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "src/convert.hpp"
@@ -31,6 +32,12 @@ struct StreamingAssembler : EmitSink {
   // by one chunk (its dense positions, if level 0 is dense, start at lo's).
   StreamingAssembler(const FormatSpec& spec, const std::array<int64_t, kMaxOrder>& dims, int64_t lo, int64_t hi);
   static bool supports(const FormatSpec& spec);
+  // Starts over for another run (as if constructed with these arguments), keeping the
+  // capacity of the arrays: a plan reuses its assemblers, so a repeated execution neither
+  // grows vectors again nor touches fresh memory.
+  void reset(const FormatSpec& spec, const std::array<int64_t, kMaxOrder>& dims, int64_t lo, int64_t hi);
+  // Bytes of capacity held by the arrays.
+  size_t capacity_bytes() const;
   // The tensor of the pieces of a parallel run (pieces[c] from chunk c of `p`, whose entries
   // follow those of pieces[c-1] in level order), built without an intermediate copy: the
   // pieces' lengths are prefix-summed, the result's arrays allocated at exact size, and the
@@ -50,6 +57,21 @@ struct StreamingAssembler : EmitSink {
   std::vector<int64_t> first_counts;            // per dense position: entries of the first compressed level
   std::array<std::vector<int64_t>, kMaxOrder> pos, crd;
   std::vector<double> values;
+};
+
+// Assemblers kept by a plan between executions (taken and given back by concurrent
+// executions under a lock, once per chunk). Very large ones are not kept.
+class AssemblerStock {
+ public:
+  std::unique_ptr<StreamingAssembler> take(const FormatSpec& spec, const std::array<int64_t, kMaxOrder>& dims,
+                                           int64_t lo, int64_t hi);
+  void give(std::unique_ptr<StreamingAssembler> a);
+
+ private:
+  static constexpr size_t kMaxKeptBytes = size_t(64) << 20;  // per assembler
+  static constexpr size_t kMaxKept = 256;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<StreamingAssembler>> kept_;
 };
 
 }  // namespace sj::einsum

@@ -584,12 +584,12 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   ReferenceResult ref;  // terms run by the reference evaluator
   std::vector<CooTensor> emitted;
   // one compiled term into a sparse output: assembled as the kernel emits (sorted, unique)
-  std::optional<StreamingAssembler> stream;
+  std::unique_ptr<StreamingAssembler> stream;  // (from the plan's stock, given back at the end)
   std::optional<Tensor> streamed;  // the same output built from a parallel run's pieces
   bool all_compiled = true;
   for (auto& tp : terms_) all_compiled &= tp.kernel != nullptr;
   if (!dense_result && terms_.size() == 1 && all_compiled && StreamingAssembler::supports(output_format_))
-    stream.emplace(output_format_, output_dims_);
+    stream = assemblers_.take(output_format_, output_dims_, 0, output_format_.order > 0 ? output_dims_[output_format_.mode_order[0]] : 0);
   std::vector<int64_t> dims(index_dims_.begin(), index_dims_.end());
   Workers workers = Workers::for_call(ctx_, options_.threads);
   for (size_t t = 0; t < terms_.size(); ++t) {
@@ -629,10 +629,10 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
     workers.run_indexed(part, [&](int64_t c, int64_t lo, int64_t hi) {
       EmitSink* sink = nullptr;
       if (stream && chunks > 1) {
-        pieces[c] = std::make_unique<StreamingAssembler>(output_format_, output_dims_, lo, hi);
+        pieces[c] = assemblers_.take(output_format_, output_dims_, lo, hi);
         sink = pieces[c].get();
       } else if (stream) {
-        sink = &*stream;
+        sink = stream.get();
       } else if (!dense_result) {
         coos[c] = std::make_unique<CooSink>(out_order, output_dims_);
         sink = coos[c].get();
@@ -644,7 +644,10 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
                     ws ? ws->flags.data() : nullptr, ws ? ws->list.data() : nullptr, lo, hi);
       if (ws) wspool.give(std::move(ws));
     });
-    if (!pieces.empty()) streamed = StreamingAssembler::finish_pieces(pieces, workers, part, index_type_, value_type_, ctx_.allocator);
+    if (!pieces.empty()) {
+      streamed = StreamingAssembler::finish_pieces(pieces, workers, part, index_type_, value_type_, ctx_.allocator);
+      for (auto& piece : pieces) assemblers_.give(std::move(piece));
+    }
     if (!coos.empty()) {
       CooTensor joined = std::move(coos[0]->coo);
       for (size_t c = 1; c < coos.size(); ++c) {
@@ -699,6 +702,7 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
     result = std::move(*streamed);
   } else if (stream) {
     result = stream->finish(index_type_, value_type_, ctx_.allocator);
+    assemblers_.give(std::move(stream));
   } else if (emitted.size() == 1 && ref.empty()) {
     result = from_coo(emitted[0], output_format_, index_type_, value_type_, ctx_.allocator);
   } else {

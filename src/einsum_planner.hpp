@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/einsum_output.hpp"
 #include "src/context.hpp"
 #include "src/convert.hpp"
 #include "src/einsum_parser.hpp"
@@ -113,6 +114,7 @@ class EinsumPlan {
   std::atomic<int> last_threads_{0};
   std::atomic<int64_t> last_chunks_{0};
   std::atomic<double> first_execute_ms_{-1}, last_execute_ms_{0};
+  mutable AssemblerStock assemblers_;  // sparse-output assemblers kept between executions
 };
 
 }  // namespace sj::einsum
