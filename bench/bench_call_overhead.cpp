@@ -19,6 +19,14 @@
 //
 //   bench_call_overhead --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //   bench_call_overhead --first-call [matrix.mtx ...]
+//
+// Part 3 (--process-first ours|bare matrix.mtx), one line per fresh process: the process's
+// very first SpGEMM against the median of 9 later ones, either through the runtime (plan
+// create + execute, then drop-in calls) or as the bare Gustavson kernel (dense accumulator,
+// the schedule the runtime picks for these inputs) on the same CSR tensor. Run alternately
+// in fresh processes (scripts/bench-first-call.sh): the bare kernel's ratio is what the
+// process pays anyway (new memory is faulted in on first touch: here ~15 us per 4 KiB page,
+// a VM), and the difference between the two is what the runtime's first call adds.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -304,10 +312,69 @@ int first_call_mode(int argc, char** argv) {
   return 0;
 }
 
+// --- part 3: the process's first call, runtime against the bare kernel -----------------------
+
+int process_first_mode(int argc, char** argv) {
+  if (argc != 4 || (std::string(argv[2]) != "ours" && std::string(argv[2]) != "bare")) {
+    std::fprintf(stderr, "usage: bench_call_overhead --process-first ours|bare matrix.mtx\n");
+    return 2;
+  }
+  const bool ours = std::string(argv[2]) == "ours";
+  sj_tensor* file = nullptr;
+  check(sj_tensor_read_file(context(), argv[3], &file));
+  sj_tensor* A = copy_handle(file);
+  sj_tensor_destroy(file);
+  sj_tensor_info info;
+  sj_tensor_get_info(A, &info);
+  if (info.dims[0] != info.dims[1]) {
+    std::fprintf(stderr, "process-first: %s is not square\n", argv[3]);
+    return 2;
+  }
+  sj_op_options o;
+  sj_op_options_init(&o);
+  const sj_tensor* ops[2] = {A, A};
+  sj::Workers serial = sj::Workers::serial();
+  auto run = [&](bool first) {
+    if (!ours) {
+      Tensor r = sj::spgemm_gustavson(A->t, A->t, SJ_SEMIRING_PLUS_TIMES, false, sj::SpgemmAccumulator::Dense,
+                                      sj::default_allocator(), serial);
+      benchmark::DoNotOptimize(r.values.data());
+      return;
+    }
+    sj_tensor* r = nullptr;
+    if (first) {
+      sj_plan* plan = nullptr;
+      check(sj_plan_create(context(), SJ_OP_SPGEMM, ops, 2, &o, &plan));
+      check(sj_plan_execute(plan, ops, 2, &r));
+      sj_plan_destroy(plan);
+    } else {
+      check(sj_spgemm(context(), A, A, &o, &r));
+    }
+    sj_tensor_destroy(r);
+  };
+  const long f0 = minor_faults();
+  const double t0 = now_ms();
+  run(true);
+  const double first = now_ms() - t0;
+  const long faults = minor_faults() - f0;
+  std::vector<double> steady;
+  for (int k = 0; k < 9; ++k) {
+    const double t1 = now_ms();
+    run(false);
+    steady.push_back(now_ms() - t1);
+  }
+  std::sort(steady.begin(), steady.end());
+  std::printf("%s\t%s\t%.3f\t%.3f\t%.2f\t%ld\n", std::filesystem::path(argv[3]).stem().c_str(), argv[2], first,
+              steady[4], first / steady[4], faults);
+  sj_tensor_destroy(A);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "--first-call") return first_call_mode(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "--process-first") return process_first_mode(argc, argv);
   for (Op op : {Op::Spgemm, Op::Spmspv, Op::Ewise}) {
     benchmark::RegisterBenchmark((std::string(name(op)) + "/bare").c_str(), bare, op);
     benchmark::RegisterBenchmark((std::string(name(op)) + "/execute").c_str(), execute, op);
