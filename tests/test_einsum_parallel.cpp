@@ -165,6 +165,8 @@ void check(const Case& c) {
       EXPECT_NE(t.parallel.reason.find(c.words), std::string::npos) << t.parallel.reason;
     }
     const Tensor got = plan.execute(c.ops);
+    // again: the plan's kept assemblers start over (reset) and give the same bytes
+    EXPECT_TRUE(identical(got, plan.execute(c.ops))) << "second execution, " << threads << " threads";
     if (threads == 1) {
       first = got;
       EXPECT_TRUE(close_to(got, want, c.tol));
