@@ -5,7 +5,14 @@
 #include <cstdlib>
 #include <limits>
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)  // GCC
+#define SJ_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)  // clang
+#define SJ_ASAN 1
+#endif
+#endif
+#if defined(SJ_ASAN)
 #include <sanitizer/asan_interface.h>
 #define SJ_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
 #define SJ_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
