@@ -13,6 +13,7 @@ struct sj_pending {
   std::mutex mutex;  // a misuse from two threads must not tear the state
   sj::Tensor result;
   sj::OutputLayout layout;
+  sj::LevelLayout levels;  // the same result per level (any order)
   bool filled = false;
 };
 
@@ -33,6 +34,23 @@ sj_output_sizes to_c(const OutputLayout& o) {
   s.value_type = to_c(o.value_type);
   s.pos_len = o.pos_len;
   s.crd_len = o.crd_len;
+  s.values_len = o.values_len;
+  return s;
+}
+
+sj_output_levels to_c(const LevelLayout& o) {
+  sj_output_levels s{};
+  s.struct_size = sizeof(sj_output_levels);
+  s.order = o.order;
+  for (int l = 0; l < kMaxOrder; ++l) {
+    s.dims[l] = o.dims[l];
+    s.mode_order[l] = o.mode_order[l];
+    s.levels[l] = o.unique[l] ? to_c(o.kinds[l]) : SJ_LEVEL_COMPRESSED_NONUNIQUE;
+    s.pos_len[l] = o.pos_len[l];
+    s.crd_len[l] = o.crd_len[l];
+  }
+  s.index_type = to_c(o.index_type);
+  s.value_type = to_c(o.value_type);
   s.values_len = o.values_len;
   return s;
 }
@@ -61,6 +79,7 @@ SJ_API sj_status sj_plan_execute_sizes(sj_plan* plan, const sj_tensor* const* op
     p->result = as_flat_output(computed->t, plan->ctx->impl->allocator);
     p->result.derived = nullptr;
     p->layout = output_layout(p->result);
+    p->levels = level_layout(p->result);
     *sizes = to_c(p->layout);
     ++plan->ctx->live_tensors;
     *pending = p.release();
@@ -79,6 +98,42 @@ SJ_API sj_status sj_pending_fill(sj_pending* pending, const sj_output_buffers* b
     OutputBuffers b{buffers->pos, buffers->pos_capacity, buffers->crd, buffers->crd_capacity,
                     buffers->values, buffers->values_capacity};
     copy_output(pending->result, pending->layout, b);
+    pending->filled = true;
+    pending->result = Tensor{};  // the caller's buffers hold it now
+  });
+}
+
+SJ_API sj_status sj_pending_get_levels(sj_pending* pending, sj_output_levels* levels) {
+  return guarded([&] {
+    require(pending, "pending");
+    require(levels, "levels");
+    if (levels->struct_size != sizeof(sj_output_levels))
+      fail(SJ_ERR_INVALID_ARGUMENT, "levels.struct_size is ", levels->struct_size, ", expected ",
+           sizeof(sj_output_levels), " (set it to sizeof(sj_output_levels))");
+    std::lock_guard lock(pending->mutex);
+    *levels = to_c(pending->levels);
+  });
+}
+
+SJ_API sj_status sj_pending_fill_levels(sj_pending* pending, const sj_output_level_buffers* buffers) {
+  return guarded([&] {
+    require(pending, "pending");
+    require(buffers, "buffers");
+    if (buffers->struct_size != sizeof(sj_output_level_buffers))
+      fail(SJ_ERR_INVALID_ARGUMENT, "buffers.struct_size is ", buffers->struct_size, ", expected ",
+           sizeof(sj_output_level_buffers), " (set it to sizeof(sj_output_level_buffers))");
+    std::lock_guard lock(pending->mutex);
+    if (pending->filled) fail(SJ_ERR_INVALID_ARGUMENT, "this pending result was already filled into buffers");
+    LevelBuffers b;
+    for (int l = 0; l < kMaxOrder; ++l) {
+      b.pos[l] = buffers->pos[l];
+      b.pos_capacity[l] = buffers->pos_capacity[l];
+      b.crd[l] = buffers->crd[l];
+      b.crd_capacity[l] = buffers->crd_capacity[l];
+    }
+    b.values = buffers->values;
+    b.values_capacity = buffers->values_capacity;
+    copy_levels(pending->result, pending->levels, b);
     pending->filled = true;
     pending->result = Tensor{};  // the caller's buffers hold it now
   });

@@ -10,7 +10,7 @@
 namespace sj {
 
 // The flat layout of a result: CSR, CSC, sparse vector or dense (row-major; order 0 is a
-// scalar with one value).
+// scalar with one value). Results of order 3 and 4 have per-level arrays (LevelLayout).
 struct OutputLayout {
   sj_format format = SJ_FORMAT_CSR;
   int order = 2;
@@ -32,16 +32,48 @@ struct OutputBuffers {
   int64_t values_capacity = 0;
 };
 
+// The per-level layout of a result of any order (the C API's sj_output_levels).
+struct LevelLayout {
+  int order = 0;
+  int64_t dims[kMaxOrder] = {0, 0, 0, 0};
+  int mode_order[kMaxOrder] = {0, 1, 2, 3};
+  LevelKind kinds[kMaxOrder] = {LevelKind::Dense, LevelKind::Dense, LevelKind::Dense, LevelKind::Dense};
+  bool unique[kMaxOrder] = {true, true, true, true};
+  IndexType index_type = IndexType::I32;
+  ValueType value_type = ValueType::F64;
+  int64_t pos_len[kMaxOrder] = {0, 0, 0, 0};  // int64 positions of compressed levels
+  int64_t crd_len[kMaxOrder] = {0, 0, 0, 0};  // coordinates of compressed and singleton levels
+  int64_t values_len = 0;
+};
+
+// The caller's per-level arrays; capacities count elements.
+struct LevelBuffers {
+  int64_t* pos[kMaxOrder] = {};
+  int64_t pos_capacity[kMaxOrder] = {};
+  void* crd[kMaxOrder] = {};
+  int64_t crd_capacity[kMaxOrder] = {};
+  void* values = nullptr;
+  int64_t values_capacity = 0;
+};
+
 // `t` in a layout the caller can receive: CSR, CSC, sparse vectors and dense tensors stay as
 // they are; other matrix formats (a transposed DCSR or COO) become CSR through `alloc`.
 Tensor as_flat_output(const Tensor& t, const Allocator& alloc);
 
-// The layout of a tensor that as_flat_output returned.
+// The layout of a tensor that as_flat_output returned. For order 3 and 4 (no flat layout) only
+// the order, the first two dims, the types, the values and the named format (or -1) are set.
 OutputLayout output_layout(const Tensor& t);
+
+// The per-level layout of any tensor.
+LevelLayout level_layout(const Tensor& t);
 
 // Checks every buffer against the layout (a length > 0 needs a non-null pointer and enough
 // capacity) and only then copies. Throws SJ_ERR_NULL_POINTER or SJ_ERR_INVALID_ARGUMENT
 // naming the first array that does not fit, before any byte is written.
 void copy_output(const Tensor& t, const OutputLayout& layout, const OutputBuffers& out);
+
+// The same for every level's arrays: all buffers are checked (naming the level) before any
+// byte is written.
+void copy_levels(const Tensor& t, const LevelLayout& layout, const LevelBuffers& out);
 
 }  // namespace sj

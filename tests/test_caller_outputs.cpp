@@ -1,6 +1,8 @@
-// Caller-owned outputs (sj_plan_execute_sizes + sj_pending_fill): for every operation with a
-// sparse (or dense) result, the arrays filled into the caller's buffers equal the result of
-// sj_plan_execute on the same plan; bad buffers are refused before anything is written.
+// Caller-owned outputs (sj_plan_execute_sizes + sj_pending_fill, or per level with
+// sj_pending_get_levels + sj_pending_fill_levels): for every operation with a sparse (or dense)
+// result, index-notation results of order 0 to 3 included, the arrays filled into the caller's
+// buffers equal the result of sj_plan_execute on the same plan; bad buffers are refused before
+// anything is written.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -365,6 +367,330 @@ TEST(CallerOutputsErrors, PendingKeepsTheContextAliveAndEmptyResultsNeedNoArrays
   EXPECT_EQ(sj_context_destroy(c), SJ_ERR_INVALID_ARGUMENT) << "a pending result is still alive";
   EXPECT_EQ(sj_pending_destroy(pending), SJ_OK);
   EXPECT_EQ(sj_context_destroy(c), SJ_OK) << sj_last_error_message();
+}
+
+// A random 3-D tensor stored dense(i), compressed(j), compressed(k), copied into a handle.
+void random_csf(sj_context* ctx, Rng& rng, const int64_t (&dims)[3], double density, sj_index_type it,
+                sj_tensor** out) {
+  std::vector<int64_t> pos1{0}, pos2{0}, crd1, crd2;
+  std::vector<double> val;
+  for (int64_t i = 0; i < dims[0]; ++i) {
+    for (int64_t j = 0; j < dims[1]; ++j) {
+      const size_t before = crd2.size();
+      for (int64_t k = 0; k < dims[2]; ++k)
+        if (rng.bernoulli(density)) {
+          crd2.push_back(k);
+          val.push_back(static_cast<double>(rng.uniform_int(-3, 3)) + 0.25);
+        }
+      if (crd2.size() == before) continue;
+      crd1.push_back(j);
+      pos2.push_back(static_cast<int64_t>(crd2.size()));
+    }
+    pos1.push_back(static_cast<int64_t>(crd1.size()));
+  }
+  std::vector<int32_t> c1(crd1.begin(), crd1.end()), c2(crd2.begin(), crd2.end());
+  const bool narrow = it == SJ_INDEX_INT32;
+  const sj_level_kind levels[3] = {SJ_LEVEL_DENSE, SJ_LEVEL_COMPRESSED, SJ_LEVEL_COMPRESSED};
+  const int64_t* pos[3] = {nullptr, pos1.data(), pos2.data()};
+  const void* crd[3] = {nullptr, narrow ? static_cast<const void*>(c1.data()) : crd1.data(),
+                        narrow ? static_cast<const void*>(c2.data()) : crd2.data()};
+  sj_tensor_desc d{};
+  d.order = 3;
+  d.dims = dims;
+  d.levels = levels;
+  d.index_type = it;
+  d.value_type = SJ_VALUE_F64;
+  d.pos = pos;
+  d.crd = crd;
+  d.values = val.data();
+  ASSERT_EQ(sj_tensor_create(ctx, &d, SJ_TENSOR_COPY, out), SJ_OK) << sj_last_error_message();
+}
+
+// Per-level caller buffers sized from the layout, with a sentinel in `spare` extra elements.
+struct LevelBuffers {
+  std::vector<int64_t> pos[4];
+  std::vector<unsigned char> crd[4], values;
+  sj_output_level_buffers b{};
+  LevelBuffers(const sj_output_levels& s, int64_t spare = 0) {
+    const int isz = s.index_type == SJ_INDEX_INT32 ? 4 : 8;
+    const int vsz = s.value_type == SJ_VALUE_F32 ? 4 : s.value_type == SJ_VALUE_F64 ? 8 : 1;
+    b.struct_size = sizeof b;
+    for (int l = 0; l < s.order; ++l) {
+      if (s.pos_len[l]) pos[l].assign(s.pos_len[l] + spare, -7);
+      if (s.crd_len[l]) crd[l].assign((s.crd_len[l] + spare) * isz, 0xAB);
+      b.pos[l] = pos[l].empty() ? nullptr : pos[l].data();
+      b.pos_capacity[l] = static_cast<int64_t>(pos[l].size());
+      b.crd[l] = crd[l].empty() ? nullptr : crd[l].data();
+      b.crd_capacity[l] = static_cast<int64_t>(crd[l].size()) / isz;
+    }
+    values.assign((s.values_len + spare) * vsz, 0xCD);
+    b.values = values.data();
+    b.values_capacity = s.values_len + spare;
+  }
+  bool untouched() const {
+    for (auto& p : pos)
+      for (int64_t v : p)
+        if (v != -7) return false;
+    for (auto& c : crd)
+      for (unsigned char v : c)
+        if (v != 0xAB) return false;
+    for (unsigned char v : values)
+      if (v != 0xCD) return false;
+    return true;
+  }
+};
+
+// Runs the plan with sj_plan_execute and with the per-level two-pass form; every level's
+// kind, arrays and the values must be the same, and spare room stays untouched. Returns the
+// layout in *out_levels and the flat sizes in *out_sizes.
+void check_levels_equal_execute(sj_plan* plan, const std::vector<sj_tensor*>& ops, sj_output_levels* out_levels,
+                                sj_output_sizes* out_sizes) {
+  T normal;
+  ASSERT_EQ(sj_plan_execute(plan, ops.data(), static_cast<int>(ops.size()), &normal.t), SJ_OK)
+      << sj_last_error_message();
+  sj_output_sizes s{};
+  s.struct_size = sizeof s;
+  Pending pending;
+  ASSERT_EQ(sj_plan_execute_sizes(plan, ops.data(), static_cast<int>(ops.size()), &s, &pending.p), SJ_OK)
+      << sj_last_error_message();
+  sj_output_levels lv{};
+  lv.struct_size = sizeof lv;
+  ASSERT_EQ(sj_pending_get_levels(pending.p, &lv), SJ_OK) << sj_last_error_message();
+  sj_tensor_info info;
+  ASSERT_EQ(sj_tensor_get_info(normal.t, &info), SJ_OK);
+  ASSERT_EQ(lv.order, info.order);
+  EXPECT_EQ(s.order, info.order);
+  EXPECT_EQ(lv.values_len, info.nnz);
+  EXPECT_EQ(s.values_len, info.nnz);
+  EXPECT_EQ(lv.index_type, info.index_type);
+  EXPECT_EQ(lv.value_type, info.value_type);
+  for (int l = 0; l < info.order; ++l) {
+    EXPECT_EQ(lv.dims[l], info.dims[l]) << "mode " << l;
+    EXPECT_EQ(lv.mode_order[l], info.mode_order[l]) << "level " << l;
+    EXPECT_EQ(lv.levels[l], info.levels[l]) << "level " << l;
+  }
+  LevelBuffers buf(lv, /*spare=*/1);
+  ASSERT_EQ(sj_pending_fill_levels(pending.p, &buf.b), SJ_OK) << sj_last_error_message();
+  const int isz = lv.index_type == SJ_INDEX_INT32 ? 4 : 8;
+  const int vsz = lv.value_type == SJ_VALUE_F32 ? 4 : lv.value_type == SJ_VALUE_F64 ? 8 : 1;
+  for (int l = 0; l < info.order; ++l) {
+    SCOPED_TRACE("level " + std::to_string(l));
+    const int64_t* pos = nullptr;
+    const void* crd = nullptr;
+    int64_t pos_len = 0, crd_len = 0;
+    ASSERT_EQ(sj_tensor_get_level(normal.t, l, &pos, &pos_len, &crd, &crd_len), SJ_OK);
+    ASSERT_EQ(lv.pos_len[l], pos_len);
+    ASSERT_EQ(lv.crd_len[l], crd_len);
+    if (pos_len) {
+      EXPECT_EQ(std::memcmp(pos, buf.pos[l].data(), pos_len * 8), 0);
+      EXPECT_EQ(buf.pos[l].back(), -7) << "nothing written past pos_len";
+    }
+    if (crd_len) {
+      EXPECT_EQ(std::memcmp(crd, buf.crd[l].data(), crd_len * isz), 0);
+      EXPECT_EQ(buf.crd[l].back(), 0xAB) << "nothing written past crd_len";
+    }
+  }
+  const void* values = nullptr;
+  ASSERT_EQ(sj_tensor_get_values(normal.t, &values, nullptr), SJ_OK);
+  if (lv.values_len) {
+    EXPECT_EQ(std::memcmp(values, buf.values.data(), lv.values_len * vsz), 0);
+  }
+  EXPECT_EQ(buf.values.back(), 0xCD) << "nothing written past values_len";
+  // The layout stays readable after the fill; a second fill by either call is refused.
+  sj_output_levels after{};
+  after.struct_size = sizeof after;
+  EXPECT_EQ(sj_pending_get_levels(pending.p, &after), SJ_OK);
+  EXPECT_EQ(std::memcmp(&after, &lv, sizeof lv), 0);
+  LevelBuffers again(lv);
+  EXPECT_EQ(sj_pending_fill_levels(pending.p, &again.b), SJ_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(again.untouched());
+  if (out_levels) *out_levels = lv;
+  if (out_sizes) *out_sizes = s;
+}
+
+void einsum_plan(sj_context* ctx, const char* expr, const std::vector<sj_tensor*>& ops, const char* out_format,
+                 sj_plan** p) {
+  ASSERT_EQ(sj_einsum_plan(ctx, expr, ops.data(), static_cast<int>(ops.size()), nullptr, out_format, nullptr, p),
+            SJ_OK)
+      << expr << ": " << sj_last_error_message();
+}
+
+// Index-notation results of every order have a two-pass form: order 0 to 2 through the flat
+// sj_output_sizes (and per level), order 3 per level only (sj_pending_fill says which to use).
+TEST_P(CallerOutputs, EinsumResultsOfEveryOrderMatchPlanExecute) {
+  const sj_index_type it = GetParam();
+  Ctx ctx;
+  Rng rng(it == SJ_INDEX_INT32 ? 21 : 22);
+  T A, B, X;
+  random_csr(ctx.c, rng, 12, 9, 0.3, it, &A.t);
+  random_csr(ctx.c, rng, 9, 11, 0.3, it, &B.t);
+  random_csf(ctx.c, rng, {6, 7, 9}, 0.25, it, &X.t);
+  struct Case {
+    const char* expr;
+    std::vector<sj_tensor*> ops;
+    const char* out_format;
+    int order;
+  } cases[] = {
+      {"C(i,j) = A(i,k) * B(k,j)", {A.t, B.t}, nullptr, 2},
+      {"y(i) = A(i,j) * A(i,j)", {A.t}, nullptr, 1},
+      {"s = A(i,j) * A(i,j)", {A.t}, nullptr, 0},
+      {"Y(i,j,k) = X(i,j,k) * X(i,j,k)", {X.t}, nullptr, 3},
+      {"Y(i,j,r) = X(i,j,k) * B(k,r)", {X.t, B.t}, "csf", 3},
+      {"Y(i,j,k) = X(i,j,k)", {X.t}, "dense", 3},
+      {"Y(i,j,k) = X(i,j,k)", {X.t}, "dense(i),compressed(k),compressed(j)", 3},
+      {"Y(k,i,j) = X(i,j,k)", {X.t}, nullptr, 3},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(std::string(c.expr) + " as " + (c.out_format ? c.out_format : "default"));
+    P plan;
+    einsum_plan(ctx.c, c.expr, c.ops, c.out_format, &plan.p);
+    sj_output_levels lv{};
+    sj_output_sizes s{};
+    check_levels_equal_execute(plan.p, c.ops, &lv, &s);
+    ASSERT_EQ(lv.order, c.order);
+    if (c.order >= 1 && c.order <= 2) {  // the flat form works too and gives the same arrays
+      check_two_pass_equals_execute(plan.p, c.ops);
+      continue;
+    }
+    if (c.order == 0) {  // a scalar: one dense value through the flat form as well
+      Pending pending;
+      sj_output_sizes s0{};
+      s0.struct_size = sizeof s0;
+      ASSERT_EQ(sj_plan_execute_sizes(plan.p, c.ops.data(), static_cast<int>(c.ops.size()), &s0, &pending.p), SJ_OK);
+      EXPECT_EQ(s0.format, SJ_FORMAT_DENSE);
+      ASSERT_EQ(s0.values_len, 1);
+      double v = 0;
+      sj_output_buffers b{};
+      b.struct_size = sizeof b;
+      b.values = &v;
+      b.values_capacity = 1;
+      ASSERT_EQ(sj_pending_fill(pending.p, &b), SJ_OK) << sj_last_error_message();
+      T normal;
+      ASSERT_EQ(sj_plan_execute(plan.p, c.ops.data(), static_cast<int>(c.ops.size()), &normal.t), SJ_OK);
+      const void* want = nullptr;
+      ASSERT_EQ(sj_tensor_get_values(normal.t, &want, nullptr), SJ_OK);
+      EXPECT_EQ(v, *static_cast<const double*>(want));
+      continue;
+    }
+    // Order 3: the flat sizes say so and carry no arrays; sj_pending_fill refuses it.
+    EXPECT_EQ(s.order, 3);
+    EXPECT_EQ(s.dims[0], lv.dims[0]);
+    EXPECT_EQ(s.dims[1], lv.dims[1]);
+    EXPECT_EQ(s.pos_len, 0);
+    EXPECT_EQ(s.crd_len, 0);
+    EXPECT_GT(lv.values_len, 0);
+    Pending pending;
+    sj_output_sizes s2{};
+    s2.struct_size = sizeof s2;
+    ASSERT_EQ(sj_plan_execute_sizes(plan.p, c.ops.data(), static_cast<int>(c.ops.size()), &s2, &pending.p), SJ_OK);
+    Buffers flat(s2, 1);
+    EXPECT_EQ(sj_pending_fill(pending.p, &flat.b), SJ_ERR_FORMAT);
+    EXPECT_NE(std::string(sj_last_error_message()).find("sj_pending_fill_levels"), std::string::npos)
+        << sj_last_error_message();
+    LevelBuffers buf(lv);
+    EXPECT_EQ(sj_pending_fill_levels(pending.p, &buf.b), SJ_OK) << "a refused flat fill leaves it fillable";
+  }
+  // The formats the cases asked for: CSF, all dense, and a permuted level order.
+  P dense, perm;
+  einsum_plan(ctx.c, "Y(i,j,k) = X(i,j,k)", {X.t}, "dense", &dense.p);
+  einsum_plan(ctx.c, "Y(i,j,k) = X(i,j,k)", {X.t}, "dense(i),compressed(k),compressed(j)", &perm.p);
+  sj_output_levels d{}, q{};
+  check_levels_equal_execute(dense.p, {X.t}, &d, nullptr);
+  check_levels_equal_execute(perm.p, {X.t}, &q, nullptr);
+  EXPECT_EQ(d.levels[2], SJ_LEVEL_DENSE);
+  EXPECT_EQ(d.values_len, 6 * 7 * 9);
+  EXPECT_EQ(q.mode_order[1], 2);
+  EXPECT_EQ(q.mode_order[2], 1);
+}
+
+// Bad per-level buffers: refused (naming the level) before any byte is written.
+TEST(CallerOutputsErrors, BadLevelBuffersWriteNothing) {
+  Ctx ctx;
+  Rng rng(8);
+  T X;
+  random_csf(ctx.c, rng, {5, 6, 7}, 0.3, SJ_INDEX_INT32, &X.t);
+  std::vector<sj_tensor*> ops{X.t};
+  P plan;
+  einsum_plan(ctx.c, "Y(i,j,k) = X(i,j,k) * X(i,j,k)", ops, "csf", &plan.p);
+  sj_output_sizes s{};
+  s.struct_size = sizeof s;
+  Pending pending;
+  ASSERT_EQ(sj_plan_execute_sizes(plan.p, ops.data(), 1, &s, &pending.p), SJ_OK) << sj_last_error_message();
+  sj_output_levels lv{};
+  EXPECT_EQ(sj_pending_get_levels(pending.p, &lv), SJ_ERR_INVALID_ARGUMENT) << "struct_size not set";
+  EXPECT_EQ(sj_pending_get_levels(pending.p, nullptr), SJ_ERR_NULL_POINTER);
+  EXPECT_EQ(sj_pending_get_levels(nullptr, &lv), SJ_ERR_NULL_POINTER);
+  lv.struct_size = sizeof lv;
+  ASSERT_EQ(sj_pending_get_levels(pending.p, &lv), SJ_OK);
+  ASSERT_EQ(lv.order, 3);
+  EXPECT_EQ(lv.levels[0], SJ_LEVEL_DENSE);
+  EXPECT_EQ(lv.pos_len[0], 0);
+  EXPECT_EQ(lv.crd_len[0], 0);
+  EXPECT_EQ(lv.pos_len[1], 5 + 1);
+  EXPECT_EQ(lv.pos_len[2], lv.crd_len[1] + 1);
+  EXPECT_EQ(lv.crd_len[2], lv.values_len);
+  for (int l = 1; l < 3; ++l) {
+    SCOPED_TRACE("level " + std::to_string(l));
+    {
+      LevelBuffers buf(lv);
+      buf.b.pos_capacity[l] -= 1;
+      EXPECT_EQ(sj_pending_fill_levels(pending.p, &buf.b), SJ_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(sj_last_error_message()).find("pos_capacity[" + std::to_string(l) + "] is"),
+                std::string::npos)
+          << sj_last_error_message();
+      EXPECT_TRUE(buf.untouched());
+    }
+    {
+      LevelBuffers buf(lv);
+      buf.b.crd[l] = nullptr;
+      EXPECT_EQ(sj_pending_fill_levels(pending.p, &buf.b), SJ_ERR_NULL_POINTER);
+      EXPECT_NE(std::string(sj_last_error_message()).find("buffers.crd[" + std::to_string(l) + "] is NULL"),
+                std::string::npos)
+          << sj_last_error_message();
+      EXPECT_TRUE(buf.untouched());
+    }
+  }
+  {
+    LevelBuffers buf(lv);
+    buf.b.values_capacity = lv.values_len - 1;
+    EXPECT_EQ(sj_pending_fill_levels(pending.p, &buf.b), SJ_ERR_INVALID_ARGUMENT);
+    EXPECT_TRUE(buf.untouched());
+  }
+  {
+    LevelBuffers buf(lv);
+    buf.b.struct_size = 8;
+    EXPECT_EQ(sj_pending_fill_levels(pending.p, &buf.b), SJ_ERR_INVALID_ARGUMENT);
+    EXPECT_TRUE(buf.untouched());
+  }
+  EXPECT_EQ(sj_pending_fill_levels(pending.p, nullptr), SJ_ERR_NULL_POINTER);
+  EXPECT_EQ(sj_pending_fill_levels(nullptr, nullptr), SJ_ERR_NULL_POINTER);
+  LevelBuffers good(lv);
+  ASSERT_EQ(sj_pending_fill_levels(pending.p, &good.b), SJ_OK) << sj_last_error_message();
+  EXPECT_EQ(good.pos[1][0], 0);
+  EXPECT_EQ(good.pos[2].back(), lv.values_len);
+  // The flat fill of a filled pending is refused as "already filled" or by its order.
+  Buffers flat(s);
+  EXPECT_NE(sj_pending_fill(pending.p, &flat.b), SJ_OK);
+}
+
+// The real FROSTT tensors (skipped when ../shared/data/tensors is absent): a 3-D result filled
+// per level equals sj_plan_execute.
+TEST(CallerOutputsReal, ThreeWayEinsumOnRealTensorsMatchesPlanExecute) {
+  const auto files = sj::test::shared_tensors();
+  if (files.empty()) GTEST_SKIP() << "no shared tensors";
+  Ctx ctx;
+  for (auto& f : files) {
+    SCOPED_TRACE(f.string());
+    T X;
+    ASSERT_EQ(sj_tensor_read_file(ctx.c, f.c_str(), &X.t), SJ_OK) << sj_last_error_message();
+    std::vector<sj_tensor*> ops{X.t};
+    P plan;
+    einsum_plan(ctx.c, "Y(i,j,k) = X(i,j,k) * X(i,j,k)", ops, nullptr, &plan.p);
+    sj_output_levels lv{};
+    check_levels_equal_execute(plan.p, ops, &lv, nullptr);
+    EXPECT_EQ(lv.order, 3);
+    EXPECT_GT(lv.values_len, 0);
+  }
 }
 
 TEST(CallerOutputsReal, SpgemmOnRealMatricesMatchesPlanExecute) {

@@ -411,12 +411,17 @@ SJ_API sj_status sj_plan_destroy(sj_plan *plan);
  * operation has one: SpGEMM, masked SpGEMM, ewise mult/add give CSR; SpMSpV a sparse vector;
  * transpose the format of its operand (CSR or CSC; a DCSR or COO transpose is given as CSR);
  * dense outputs (options->dense_output, SpMV) are SJ_FORMAT_DENSE, row-major, values only.
- * Index-notation plans (sj_einsum_plan) work the same way for results of order 0 to 2; a
- * result of order 3 or more has no flat layout here (SJ_ERR_FORMAT: use sj_plan_execute). */
+ * Index-notation plans (sj_einsum_plan) work the same way for results of order 0 to 2. A
+ * result of order 3 or 4 (e.g. CSF) has one array pair per level instead: sj_plan_execute_sizes
+ * still succeeds and reports order, dims[0..1], types and values_len with pos_len = crd_len = 0
+ * and format = the named format it matches (SJ_FORMAT_CSF, SJ_FORMAT_DENSE) or -1; its arrays
+ * are described by sj_pending_get_levels and filled by sj_pending_fill_levels (both also work
+ * for results of order 0 to 2), and sj_pending_fill refuses it with SJ_ERR_FORMAT. */
 typedef struct sj_output_sizes {
   uint32_t struct_size;      /* the caller sets sizeof(sj_output_sizes) */
-  sj_format format;          /* SJ_FORMAT_CSR, _CSC, _SPARSE_VECTOR or _DENSE */
-  int order;                 /* 2 for a matrix, 1 for a vector, 0 for a scalar (one value) */
+  sj_format format;          /* SJ_FORMAT_CSR, _CSC, _SPARSE_VECTOR or _DENSE (order 3-4: above) */
+  int order;                 /* 2 for a matrix, 1 for a vector, 0 for a scalar (one value);
+                                3 or 4: fill with sj_pending_fill_levels */
   int64_t dims[2];           /* logical dimensions (dims[1] is 0 for a vector) */
   sj_index_type index_type;  /* type of the crd entries (options->output_index_type picks it) */
   sj_value_type value_type;  /* type of the values (bool: one byte, 0 or 1) */
@@ -443,9 +448,10 @@ typedef struct sj_output_buffers {
  * at a time may use a given sj_pending; different ones may be used concurrently. */
 typedef struct sj_pending sj_pending;
 
-/* Pass 1: executes the plan on operands that match the planned ones (as sj_plan_execute) and
- * reports the result's layout in *sizes. The operation runs once, here; *pending receives the
- * result for sj_pending_fill. On failure nothing is written to *sizes or *pending.
+/* Pass 1: executes the plan on n_operands operands that match the planned ones (as
+ * sj_plan_execute) and reports the result's layout in *sizes. The operation runs once, here;
+ * *pending receives the result for sj_pending_fill (or, any order, sj_pending_get_levels and
+ * sj_pending_fill_levels). On failure nothing is written to *sizes or *pending.
  * Errors: as sj_plan_execute; SJ_ERR_NULL_POINTER for a NULL plan, sizes or pending;
  * SJ_ERR_INVALID_ARGUMENT when sizes->struct_size is not sizeof(sj_output_sizes). */
 SJ_API sj_status sj_plan_execute_sizes(sj_plan *plan, const sj_tensor *const *operands,
@@ -458,10 +464,61 @@ SJ_API sj_status sj_plan_execute_sizes(sj_plan *plan, const sj_tensor *const *op
  * second fill of the same pending is SJ_ERR_INVALID_ARGUMENT. Only the first pos_len /
  * crd_len / values_len elements are written; capacity beyond them is left untouched.
  * Errors: SJ_ERR_NULL_POINTER (pending, buffers, or a needed array is NULL),
- * SJ_ERR_INVALID_ARGUMENT (a capacity too small, a wrong struct_size, already filled). */
+ * SJ_ERR_INVALID_ARGUMENT (a capacity too small, a wrong struct_size, already filled),
+ * SJ_ERR_FORMAT (a result of order 3 or 4: use sj_pending_fill_levels). One thread at a time
+ * per sj_pending; different ones may be filled concurrently. */
 SJ_API sj_status sj_pending_fill(sj_pending *pending, const sj_output_buffers *buffers);
-/* Releases a pending result, filled or not (NULL is allowed). */
+/* Releases a pending result, filled or not (NULL is allowed and does nothing); never fails.
+ * Must not race with other calls on the same sj_pending. */
 SJ_API sj_status sj_pending_destroy(sj_pending *pending);
+
+/* The per-level layout of a pending result of any order (0 to 4), for results whose arrays do
+ * not fit sj_output_sizes (order 3 and 4, e.g. CSF from an index-notation plan). Level l
+ * stores mode mode_order[l] with kind levels[l]; its arrays are as in sj_tensor_desc. For
+ * results of order 0 to 2 it describes the same flat arrays sj_output_sizes does (CSR: level 1
+ * holds pos and crd). */
+typedef struct sj_output_levels {
+  uint32_t struct_size;      /* the caller sets sizeof(sj_output_levels) */
+  int order;                 /* 0 (a scalar) to 4 */
+  int64_t dims[4];           /* logical dimension of each mode (0 past the order) */
+  int mode_order[4];         /* level -> mode */
+  sj_level_kind levels[4];   /* kind of each level */
+  sj_index_type index_type;  /* type of every crd entry */
+  sj_value_type value_type;  /* type of the values (bool: one byte, 0 or 1) */
+  int64_t pos_len[4];        /* int64 entries of level l's pos: parent entries + 1 for a
+                                compressed level, 0 for dense and singleton levels */
+  int64_t crd_len[4];        /* index_type entries of level l's crd: its entries for compressed
+                                and singleton levels, 0 for dense levels */
+  int64_t values_len;        /* value_type entries of values (stored leaves) */
+} sj_output_levels;
+
+/* The caller's arrays, one pos/crd pair per level (entries past the order are ignored).
+ * Capacities count elements; an array whose length is 0 may be NULL with capacity 0. */
+typedef struct sj_output_level_buffers {
+  uint32_t struct_size;      /* the caller sets sizeof(sj_output_level_buffers) */
+  int64_t *pos[4];
+  int64_t pos_capacity[4];
+  void *crd[4];
+  int64_t crd_capacity[4];
+  void *values;
+  int64_t values_capacity;
+} sj_output_level_buffers;
+
+/* Pass 1 for any order: writes the per-level layout of a pending result (from
+ * sj_plan_execute_sizes) to *levels. Allowed before or after filling; nothing is computed.
+ * Errors: SJ_ERR_NULL_POINTER (pending, levels); SJ_ERR_INVALID_ARGUMENT (levels->struct_size
+ * is not sizeof(sj_output_levels)). One thread at a time per sj_pending (as sj_pending_fill). */
+SJ_API sj_status sj_pending_get_levels(sj_pending *pending, sj_output_levels *levels);
+/* Pass 2 for any order: copies every level's pos and crd and the values into the caller's
+ * buffers, which the caller owns throughout. As sj_pending_fill: every buffer is checked first
+ * (non-NULL where its length is > 0, capacity >= length) and on any error nothing is written
+ * and the pending result stays fillable; on success the library releases its copy at once and
+ * a second fill (by either call) is SJ_ERR_INVALID_ARGUMENT. Only the first pos_len[l] /
+ * crd_len[l] / values_len elements are written.
+ * Errors: SJ_ERR_NULL_POINTER (pending, buffers, or a needed array is NULL, named with its
+ * level), SJ_ERR_INVALID_ARGUMENT (a capacity too small, a wrong struct_size, already filled).
+ * One thread at a time per sj_pending. */
+SJ_API sj_status sj_pending_fill_levels(sj_pending *pending, const sj_output_level_buffers *buffers);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Index notation: general contractions such as "A(i,j) = B(i,k) * C(k,j) * D(k,j)"         */
