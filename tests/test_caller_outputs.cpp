@@ -516,7 +516,8 @@ void einsum_plan(sj_context* ctx, const char* expr, const std::vector<sj_tensor*
 }
 
 // Index-notation results of every order have a two-pass form: order 0 to 2 through the flat
-// sj_output_sizes (and per level), order 3 per level only (sj_pending_fill says which to use).
+// sj_output_sizes (and per level), order 3 and 4 per level only (sj_pending_fill says which to
+// use).
 TEST_P(CallerOutputs, EinsumResultsOfEveryOrderMatchPlanExecute) {
   const sj_index_type it = GetParam();
   Ctx ctx;
@@ -539,6 +540,7 @@ TEST_P(CallerOutputs, EinsumResultsOfEveryOrderMatchPlanExecute) {
       {"Y(i,j,k) = X(i,j,k)", {X.t}, "dense", 3},
       {"Y(i,j,k) = X(i,j,k)", {X.t}, "dense(i),compressed(k),compressed(j)", 3},
       {"Y(k,i,j) = X(i,j,k)", {X.t}, nullptr, 3},
+      {"W(i,j,k,r) = X(i,j,k) * B(k,r)", {X.t, B.t}, nullptr, 4},
   };
   for (auto& c : cases) {
     SCOPED_TRACE(std::string(c.expr) + " as " + (c.out_format ? c.out_format : "default"));
@@ -572,8 +574,8 @@ TEST_P(CallerOutputs, EinsumResultsOfEveryOrderMatchPlanExecute) {
       EXPECT_EQ(v, *static_cast<const double*>(want));
       continue;
     }
-    // Order 3: the flat sizes say so and carry no arrays; sj_pending_fill refuses it.
-    EXPECT_EQ(s.order, 3);
+    // Order 3 and 4: the flat sizes say so and carry no arrays; sj_pending_fill refuses it.
+    EXPECT_EQ(s.order, c.order);
     EXPECT_EQ(s.dims[0], lv.dims[0]);
     EXPECT_EQ(s.dims[1], lv.dims[1]);
     EXPECT_EQ(s.pos_len, 0);
