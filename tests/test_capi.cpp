@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -133,6 +134,105 @@ TEST(CApi, ZeroCopyBorrowsAndCopyOwns) {
   EXPECT_EQ(pl, 3);
   EXPECT_EQ(cl, 3);
   EXPECT_EQ(sj_tensor_get_level(a.t, 2, &pos, &pl, &crd, &cl), SJ_ERR_INVALID_ARGUMENT);
+}
+
+// Zero-copy for both coordinate types and every creation call that borrows (CSR, CSC, sparse
+// vector, a general CSF description): the handle reads the caller's very arrays, operations
+// on it give the same result as on a copy, and the caller's arrays are not written.
+template <class I> void zero_copy_case(sj_index_type it) {
+  SCOPED_TRACE(it == SJ_INDEX_INT32 ? "int32" : "int64");
+  Ctx ctx;
+  std::vector<int64_t> pos{0, 2, 3, 5};
+  std::vector<I> crd{0, 3, 1, 0, 2};
+  std::vector<double> val{1, 2, 3, 4, 5};
+  const std::vector<I> crd_before = crd;
+  const std::vector<double> val_before = val;
+  auto expect_borrowed = [&](sj_tensor* t, int level, const void* want_crd) {
+    sj_tensor_info info;
+    ASSERT_EQ(sj_tensor_get_info(t, &info), SJ_OK);
+    EXPECT_EQ(info.owns_arrays, 0);
+    EXPECT_EQ(info.index_type, it);
+    const int64_t* p = nullptr;
+    const void* c = nullptr;
+    ASSERT_EQ(sj_tensor_get_level(t, level, &p, nullptr, &c, nullptr), SJ_OK);
+    EXPECT_EQ(c, want_crd);
+    const void* v = nullptr;
+    ASSERT_EQ(sj_tensor_get_values(t, &v, nullptr), SJ_OK);
+    EXPECT_EQ(v, val.data());
+  };
+  T csr, csc, copy, vec;
+  ASSERT_EQ(sj_tensor_create_csr(ctx.c, 3, 4, it, SJ_VALUE_F64, pos.data(), crd.data(), val.data(), 0, &csr.t), SJ_OK)
+      << msg();
+  expect_borrowed(csr.t, 1, crd.data());
+  ASSERT_EQ(sj_tensor_create_csc(ctx.c, 4, 3, it, SJ_VALUE_F64, pos.data(), crd.data(), val.data(), 0, &csc.t), SJ_OK)
+      << msg();
+  expect_borrowed(csc.t, 1, crd.data());
+  ASSERT_EQ(sj_tensor_create_csr(ctx.c, 3, 4, it, SJ_VALUE_F64, pos.data(), crd.data(), val.data(), SJ_TENSOR_COPY,
+                                 &copy.t),
+            SJ_OK);
+  std::vector<I> idx{1, 3};
+  std::vector<double> xv{2, 5};
+  ASSERT_EQ(sj_tensor_create_sparse_vector(ctx.c, 4, 2, it, SJ_VALUE_F64, idx.data(), xv.data(), 0, &vec.t), SJ_OK);
+  const void* got_idx = nullptr;
+  ASSERT_EQ(sj_tensor_get_level(vec.t, 0, nullptr, nullptr, &got_idx, nullptr), SJ_OK);
+  EXPECT_EQ(got_idx, idx.data());
+  {  // a general description: 3-D CSF over the caller's arrays
+    const int64_t dims[] = {2, 3, 4};
+    const sj_level_kind kinds[] = {SJ_LEVEL_DENSE, SJ_LEVEL_COMPRESSED, SJ_LEVEL_COMPRESSED};
+    std::vector<int64_t> p1{0, 2, 3}, p2{0, 2, 3, 5};
+    std::vector<I> c1{0, 2, 1}, c2{1, 3, 0, 0, 2};
+    const int64_t* ps[] = {nullptr, p1.data(), p2.data()};
+    const void* cs[] = {nullptr, c1.data(), c2.data()};
+    sj_tensor_desc d{};
+    d.order = 3;
+    d.dims = dims;
+    d.levels = kinds;
+    d.index_type = it;
+    d.value_type = SJ_VALUE_F64;
+    d.pos = ps;
+    d.crd = cs;
+    d.values = val.data();
+    T csf;
+    ASSERT_EQ(sj_tensor_create(ctx.c, &d, 0, &csf.t), SJ_OK) << msg();
+    expect_borrowed(csf.t, 2, c2.data());
+    T sq;
+    const sj_tensor* ops[] = {csf.t};
+    ASSERT_EQ(sj_einsum(ctx.c, "Y(i,j,k) = X(i,j,k) * X(i,j,k)", ops, 1, nullptr, nullptr, nullptr, &sq.t), SJ_OK)
+        << msg();
+    const void* v = nullptr;
+    ASSERT_EQ(sj_tensor_get_values(sq.t, &v, nullptr), SJ_OK);
+    EXPECT_EQ(static_cast<const double*>(v)[4], 25.0);
+  }
+  // Operations on the borrowed handles equal those on the copy.
+  sj_op_options o;
+  sj_op_options_init(&o);
+  o.transpose_b = 1;
+  T r1, r2, y;
+  ASSERT_EQ(sj_spgemm(ctx.c, csr.t, csr.t, &o, &r1.t), SJ_OK) << msg();
+  ASSERT_EQ(sj_spgemm(ctx.c, copy.t, copy.t, &o, &r2.t), SJ_OK) << msg();
+  {
+    const int64_t *p1, *p2;
+    const void *c1, *c2, *v1, *v2;
+    int64_t pl1, pl2, cl1, cl2, n1, n2;
+    ASSERT_EQ(sj_tensor_get_level(r1.t, 1, &p1, &pl1, &c1, &cl1), SJ_OK);
+    ASSERT_EQ(sj_tensor_get_level(r2.t, 1, &p2, &pl2, &c2, &cl2), SJ_OK);
+    ASSERT_EQ(sj_tensor_get_values(r1.t, &v1, &n1), SJ_OK);
+    ASSERT_EQ(sj_tensor_get_values(r2.t, &v2, &n2), SJ_OK);
+    ASSERT_EQ(pl1, pl2);
+    ASSERT_EQ(cl1, cl2);
+    ASSERT_EQ(n1, n2);
+    EXPECT_EQ(std::memcmp(p1, p2, 8 * pl1), 0);
+    EXPECT_EQ(std::memcmp(c1, c2, sizeof(I) * cl1), 0);
+    EXPECT_EQ(std::memcmp(v1, v2, 8 * n1), 0);
+  }
+  ASSERT_EQ(sj_spmspv(ctx.c, csr.t, vec.t, nullptr, &y.t), SJ_OK) << msg();
+  EXPECT_EQ(crd, crd_before);
+  EXPECT_EQ(val, val_before);
+}
+
+TEST(CApi, ZeroCopyForInt32AndInt64Coordinates) {
+  zero_copy_case<int32_t>(SJ_INDEX_INT32);
+  zero_copy_case<int64_t>(SJ_INDEX_INT64);
 }
 
 TEST(CApi, ShapeTypeAndScheduleErrors) {
