@@ -65,14 +65,19 @@ typedef SJ_ENUM(sj_status) {
   SJ_ERR_INTERNAL = 14         /* a bug: please report with the message */
 } sj_status;
 
-/* A static English name for a status ("SJ_ERR_PARSE: malformed input"); never NULL. */
+/* A static English name for `status` ("SJ_ERR_PARSE: malformed input"); never NULL, also for an
+ * unknown value. The text is static (owned by the library, never freed). Never fails.
+ * Thread-safe. */
 SJ_API const char *sj_status_string(sj_status status);
 
-/* The message of the last failed call on this thread; "" if none. The pointer stays valid
- * until the next sj_* call on this thread. */
+/* The message of the last failed call on this thread; "" if none. The text is owned by the
+ * library; the pointer stays valid until the next sj_* call on this thread. Never fails (never
+ * NULL) and never changes the message itself. Thread-safe: each thread has its own message. */
 SJ_API const char *sj_last_error_message(void);
 
-/* Library version as "MAJOR.MINOR.PATCH+BUILDID"; never NULL. Any out pointer may be NULL. */
+/* Library version as "MAJOR.MINOR.PATCH+BUILDID"; never NULL, static (owned by the library).
+ * *major, *minor and *patch receive the numbers; any of them may be NULL. Never fails.
+ * Thread-safe. */
 SJ_API const char *sj_version(int *major, int *minor, int *patch);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -194,9 +199,9 @@ typedef struct sj_context sj_context;
  * header's, negative threads, unknown log level, only one of allocator.alloc/free);
  * SJ_ERR_CACHE (a named cache folder that is unsafe). Thread-safe. */
 SJ_API sj_status sj_context_create(const sj_config *config, sj_context **out);
-/* Destroys a context (NULL is allowed). Every tensor, plan and pending result made with it must
- * be destroyed first; otherwise SJ_ERR_INVALID_ARGUMENT and the context stays valid. Must not
- * race with other calls that use the context. */
+/* Destroys the context `ctx` (NULL is allowed and does nothing). Every tensor, plan and pending
+ * result made with it must be destroyed first; otherwise SJ_ERR_INVALID_ARGUMENT and the
+ * context stays valid. Must not race with other calls that use the context. */
 SJ_API sj_status sj_context_destroy(sj_context *ctx);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -240,41 +245,51 @@ typedef struct sj_tensor_desc {
 SJ_API sj_status sj_tensor_create(sj_context *ctx, const sj_tensor_desc *desc, uint32_t flags,
                                   sj_tensor **out);
 
-/* CSR (rows × cols): row_ptr has rows+1 entries, col_ind and values have row_ptr[rows]. */
+/* CSR (rows × cols): row_ptr has rows+1 entries, col_ind (index_type: int32 or int64, borrowed
+ * zero-copy either way) and values (value_type) have row_ptr[rows]. */
 SJ_API sj_status sj_tensor_create_csr(sj_context *ctx, int64_t rows, int64_t cols,
                                       sj_index_type index_type, sj_value_type value_type,
                                       const int64_t *row_ptr, const void *col_ind,
                                       const void *values, uint32_t flags, sj_tensor **out);
-/* CSC (rows × cols): col_ptr has cols+1 entries, row_ind and values have col_ptr[cols]. */
+/* CSC (rows × cols): col_ptr has cols+1 entries, row_ind (index_type, borrowed zero-copy for
+ * int32 and int64) and values (value_type) have col_ptr[cols]. */
 SJ_API sj_status sj_tensor_create_csc(sj_context *ctx, int64_t rows, int64_t cols,
                                       sj_index_type index_type, sj_value_type value_type,
                                       const int64_t *col_ptr, const void *row_ind,
                                       const void *values, uint32_t flags, sj_tensor **out);
-/* COO triplets in any order, possibly with duplicates: always copied, sorted by (row, col);
+/* COO triplets (rows × cols, nnz entries of row_ind and col_ind of index_type and of values of
+ * value_type) in any order, possibly with duplicates: always copied, sorted by (row, col);
  * duplicates are summed when sum_duplicates is nonzero, else refused with their position. The
  * result is CSR. */
 SJ_API sj_status sj_tensor_create_coo(sj_context *ctx, int64_t rows, int64_t cols, int64_t nnz,
                                       sj_index_type index_type, sj_value_type value_type,
                                       const void *row_ind, const void *col_ind,
                                       const void *values, int sum_duplicates, sj_tensor **out);
-/* Sparse vector of length n with nnz sorted unique indices. */
+/* Sparse vector of length n with nnz sorted unique indices (index_type) and nnz values
+ * (value_type). */
 SJ_API sj_status sj_tensor_create_sparse_vector(sj_context *ctx, int64_t n, int64_t nnz,
                                                 sj_index_type index_type,
                                                 sj_value_type value_type, const void *indices,
                                                 const void *values, uint32_t flags,
                                                 sj_tensor **out);
-/* Dense tensor (order 1 or 2, row-major) over `values`. */
+/* Dense tensor (order 1 or 2, row-major, dims[order]) over `values` of value_type. */
 SJ_API sj_status sj_tensor_create_dense(sj_context *ctx, int order, const int64_t *dims,
                                         sj_value_type value_type, const void *values,
                                         uint32_t flags, sj_tensor **out);
 
-/* Reads a Matrix Market (.mtx) or FROSTT (.tns) file; the extension decides (".mtx" or
- * ".tns", case-insensitive, optionally followed by nothing else). Matrices become CSR with
- * int32 coordinates when they fit, 3-D tensors CSF. Values are f64 (pattern files: 1.0).
- * A malformed file gives SJ_ERR_PARSE with the line number. */
+/* Reads the Matrix Market (.mtx) or FROSTT (.tns) file at `path`; the extension decides
+ * (".mtx" or ".tns", case-insensitive, optionally followed by nothing else). Matrices become
+ * CSR with int32 coordinates when they fit, 3-D tensors CSF. Values are f64 (pattern files:
+ * 1.0). *out receives a tensor owned by the caller whose arrays come from the context's
+ * allocator. Errors: SJ_ERR_NULL_POINTER; SJ_ERR_IO (cannot open or read, with the path);
+ * SJ_ERR_INVALID_ARGUMENT (another extension); SJ_ERR_PARSE (a malformed file, with the line
+ * number); SJ_ERR_OVERFLOW; SJ_ERR_OUT_OF_MEMORY. Thread-safe. */
 SJ_API sj_status sj_tensor_read_file(sj_context *ctx, const char *path, sj_tensor **out);
-/* Writes a matrix or vector (as n×1) as Matrix Market coordinate real general, or a tensor of
- * order 3+ as .tns. The file is written to a temporary name and renamed. */
+/* Writes tensor `t` to `path`: a matrix or vector (as n×1) as Matrix Market coordinate real
+ * general, or a tensor of order 3+ as .tns. The file is written to a temporary name and
+ * renamed; t is only read. Errors: SJ_ERR_NULL_POINTER; SJ_ERR_IO (with the path);
+ * SJ_ERR_INVALID_ARGUMENT (an unknown extension); SJ_ERR_FORMAT (order 3+ to .mtx).
+ * Thread-safe (distinct paths). */
 SJ_API sj_status sj_tensor_write_file(sj_context *ctx, const sj_tensor *t, const char *path);
 
 typedef struct sj_tensor_info {
@@ -289,28 +304,32 @@ typedef struct sj_tensor_info {
   int owns_arrays;    /* 1 when the library owns the arrays, 0 when it borrows the caller's */
 } sj_tensor_info;
 
-/* Describes a tensor. Errors: SJ_ERR_NULL_POINTER. Thread-safe. */
+/* Describes tensor `t` in *info (a struct the caller owns; nothing is allocated).
+ * Errors: SJ_ERR_NULL_POINTER. Thread-safe. */
 SJ_API sj_status sj_tensor_get_info(const sj_tensor *t, sj_tensor_info *info);
-/* The arrays of one level: pos (int64, may be NULL for dense/singleton) and crd (index_type,
- * NULL for dense). Pointers stay valid until the tensor is destroyed. Lengths may be NULL. */
+/* The arrays of one level of tensor `t`: pos (int64, NULL for dense/singleton levels) with
+ * *pos_len entries and crd (index_type, NULL for dense levels) with *crd_len entries. The
+ * arrays are owned by the tensor (or are the caller's borrowed ones); the pointers stay valid
+ * until it is destroyed. Any of the four out pointers may be NULL. */
 SJ_API sj_status sj_tensor_get_level(const sj_tensor *t, int level, const int64_t **pos,
                                      int64_t *pos_len, const void **crd, int64_t *crd_len);
-/* The values array (value_type) and its length (len may be NULL). The pointer is owned by the
- * tensor (or is the caller's borrowed array) and valid until the tensor is destroyed.
+/* The values array (value_type) of tensor `t` and its length (len may be NULL). The pointer is
+ * owned by the tensor (or is the caller's borrowed array) and valid until it is destroyed.
  * Errors of both getters: SJ_ERR_NULL_POINTER; SJ_ERR_INVALID_ARGUMENT for a level out of range.
  * Thread-safe. */
 SJ_API sj_status sj_tensor_get_values(const sj_tensor *t, const void **values, int64_t *len);
 
-/* Converts to a named format (for 3-D CSF, mode_order may pick the level order; NULL keeps
- * identity) and index type. The result owns its arrays (from the context's allocator) and is
+/* Converts tensor `t` (only read) to a named format (for 3-D CSF, mode_order may pick the
+ * level order; NULL keeps identity) and index_type. The result owns its arrays (from the context's allocator) and is
  * owned by the caller. Errors: SJ_ERR_NULL_POINTER; SJ_ERR_FORMAT (a format that does not fit
  * the order); SJ_ERR_INVALID_ARGUMENT (unknown format or index type); SJ_ERR_OVERFLOW
  * (coordinates that do not fit int32); SJ_ERR_OUT_OF_MEMORY. Thread-safe. */
 SJ_API sj_status sj_tensor_convert(sj_context *ctx, const sj_tensor *t, sj_format format,
                                    const int *mode_order, sj_index_type index_type,
                                    sj_tensor **out);
-/* Destroys a tensor (NULL is allowed). Plans made from it stay valid (they keep no reference
- * to operands); results computed from it own their arrays. */
+/* Destroys tensor `t` (NULL is allowed and does nothing). Plans made from it stay valid (they
+ * keep no reference to operands); results computed from it own their arrays. Never fails
+ * (returns SJ_OK). Must not race with other calls that use `t`. */
 SJ_API sj_status sj_tensor_destroy(sj_tensor *t);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -337,7 +356,8 @@ typedef struct sj_op_options {
                              folder) and used by later plans of that bucket. Default 0. */
 } sj_op_options;
 
-/* Errors: SJ_ERR_NULL_POINTER. */
+/* Fills *options (a struct the caller owns) with the defaults. Errors: SJ_ERR_NULL_POINTER.
+ * Thread-safe. */
 SJ_API sj_status sj_op_options_init(sj_op_options *options);
 
 /* Every operation below: operands are read, never modified; the result is a new tensor owned
@@ -378,29 +398,35 @@ SJ_API sj_status sj_transpose(sj_context *ctx, const sj_tensor *A, sj_tensor **C
 
 typedef struct sj_plan sj_plan;
 
-/* Plans `op` for these operands (order as in the drop-in call: SpGEMM A,B; masked M,A,B;
- * SpMSpV A,x; SpMV A,x; ewise A,B; transpose A). The plan keeps no reference to the operands'
+/* Plans `op` in context `ctx` for the n_operands operands (order as in the drop-in call:
+ * SpGEMM A,B; masked M,A,B; SpMSpV A,x; SpMV A,x; ewise A,B; transpose A) with `options`
+ * (NULL: defaults; see sj_op_options). The plan keeps no reference to the operands'
  * values; it records their shapes, formats and types, which later executions must match.
  * *out receives a plan owned by the caller (sj_plan_destroy). Errors: as the operations, and
  * SJ_ERR_INVALID_ARGUMENT for an unknown op or a wrong operand count. Thread-safe. */
 SJ_API sj_status sj_plan_create(sj_context *ctx, sj_op op, const sj_tensor *const *operands,
                                 int n_operands, const sj_op_options *options, sj_plan **out);
-/* Executes a plan on operands that match the planned ones (same shapes, formats and types;
- * values and, for sparse operands, coordinates may change). *result receives a new tensor
- * owned by the caller. Errors: SJ_ERR_NULL_POINTER; SJ_ERR_INVALID_ARGUMENT (operand count);
+/* Executes a plan on n_operands operands that match the planned ones (same shapes, formats and
+ * types; values and, for sparse operands, coordinates may change). *result receives a new
+ * tensor owned by the caller whose arrays come from the context's allocator. Errors: SJ_ERR_NULL_POINTER; SJ_ERR_INVALID_ARGUMENT (operand count);
  * SJ_ERR_SHAPE_MISMATCH (an operand unlike the planned one); SJ_ERR_OUT_OF_MEMORY. A plan may
  * be executed from many threads at once. */
 SJ_API sj_status sj_plan_execute(sj_plan *plan, const sj_tensor *const *operands,
                                  int n_operands, sj_tensor **result);
-/* A JSON text that explains the plan: operand statistics, candidate schedules with their
- * estimated costs, the choice, kernel source (memory, disk, compiled) and timings. The text is
- * owned by the plan and valid until the next sj_plan_explain or sj_plan_destroy on it. */
+/* *json receives a JSON text that explains the plan: operand statistics, candidate schedules
+ * with their estimated costs, the choice, kernel source (memory, disk, compiled) and timings.
+ * The text is owned by the plan and valid until the next sj_plan_explain or sj_plan_destroy on
+ * it. Errors: SJ_ERR_NULL_POINTER. Calls on one plan are serialized inside, but a second call
+ * replaces the text the first returned: callers sharing a plan across threads must copy the
+ * text before another thread explains it. */
 SJ_API sj_status sj_plan_explain(sj_plan *plan, const char **json);
-/* The same explanation as readable text (what `sparsejit run --explain` prints). Owned by the
- * plan and valid until the next sj_plan_explain_text or sj_plan_destroy on it. */
+/* The same explanation as readable text (what `sparsejit run --explain` prints) in *text.
+ * Owned by the plan and valid until the next sj_plan_explain_text or sj_plan_destroy on it.
+ * Errors: SJ_ERR_NULL_POINTER. As sj_plan_explain, calls are serialized inside and the next
+ * call replaces the text: copy it before another thread explains the same plan. */
 SJ_API sj_status sj_plan_explain_text(sj_plan *plan, const char **text);
-/* Destroys a plan (NULL is allowed). Must not race with other calls on the same plan; tensors
- * and pending results it produced stay valid. */
+/* Destroys a plan (NULL is allowed and does nothing); never fails. Must not race with other
+ * calls on the same plan; tensors and pending results it produced stay valid. */
 SJ_API sj_status sj_plan_destroy(sj_plan *plan);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -550,7 +576,8 @@ SJ_API sj_status sj_pending_fill_levels(sj_pending *pending, const sj_output_lev
  * Execute with sj_plan_execute (operands as here), explain with sj_plan_explain(_text): the
  * iteration graph, the candidates with costs, the choice, the loop-nest IR and where the code
  * came from (compiled / memory / disk) with the compile time. The plan is owned by the caller
- * (sj_plan_destroy) and may be executed from many threads at once.
+ * (sj_plan_destroy) and may be executed from many threads at once; sj_einsum_plan itself is
+ * thread-safe.
  * Errors: SJ_ERR_NULL_POINTER (ctx, expression, operands or out NULL), SJ_ERR_PARSE (a
  * malformed expression: the message gives the column and a caret line), SJ_ERR_FORMAT (a format
  * that does not fit the tensor, named in the message), SJ_ERR_SHAPE_MISMATCH (an index with two
@@ -560,8 +587,9 @@ SJ_API sj_status sj_einsum_plan(sj_context *ctx, const char *expression,
                                 const sj_tensor *const *operands, int n_operands,
                                 const char *const *formats, const char *output_format,
                                 const sj_op_options *options, sj_plan **out);
-/* Plans and executes once; *result receives a new tensor owned by the caller. Same arguments
- * and errors as sj_einsum_plan. */
+/* Plans and executes once; *result receives a new tensor owned by the caller whose arrays come
+ * from the context's allocator. Same arguments (ctx, expression, operands, n_operands,
+ * formats, output_format, options) and errors as sj_einsum_plan, and thread-safe as it. */
 SJ_API sj_status sj_einsum(sj_context *ctx, const char *expression,
                            const sj_tensor *const *operands, int n_operands,
                            const char *const *formats, const char *output_format,
