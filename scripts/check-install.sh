@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs a built tree into a temporary prefix and uses it as an outside project would:
-# find_package(sparsejit), pkg-config, and `nm -D` to check that only sj_* is exported.
+# find_package(sparsejit) with the project's version, pkg-config, the SONAME and version of the
+# library, `nm -D` to check that only sj_* is exported, and that the installed header documents
+# every function (scripts/check-header-docs.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -10,12 +12,18 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 lib=$(ls "$prefix"/lib*/libsparsejit.so.0 2>/dev/null || ls "$prefix"/lib/*/libsparsejit.so.0)
 libdir=$(dirname "$lib")
 readelf -d "$lib" | grep -q 'SONAME.*libsparsejit.so.0' || { echo "SONAME is not libsparsejit.so.0"; exit 1; }
+version=$(sed -n 's/^project(sparsejit VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+[ "$(readlink "$lib")" = "libsparsejit.so.$version" ] ||
+  { echo "libsparsejit.so.0 -> $(readlink "$lib"), expected libsparsejit.so.$version"; exit 1; }
+pc_version=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --modversion sparsejit)
+[ "$pc_version" = "$version" ] || { echo "pkg-config says version $pc_version, expected $version"; exit 1; }
 others=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^sj_' || true)
 [ -z "$others" ] || { echo "exported symbols other than sj_*:"; echo "$others"; exit 1; }
 readelf -d "$lib" | grep -q TEXTREL && { echo "libsparsejit.so has text relocations"; exit 1; }
-cmake -S tests/consumer -B "$prefix/consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+/usr/bin/python3 scripts/check-header-docs.py "$prefix/include/sparsejit/sparsejit.h"
+cmake -S tests/consumer -B "$prefix/consumer" -DCMAKE_PREFIX_PATH="$prefix" -DSPARSEJIT_WANT_VERSION="$version" >/dev/null
 cmake --build "$prefix/consumer" >/dev/null
 LD_LIBRARY_PATH="$libdir" "$prefix/consumer/consumer" data/karate.mtx
 cc tests/c_api_smoke.c $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs sparsejit) -o "$prefix/pc_consumer"
 LD_LIBRARY_PATH="$libdir" "$prefix/pc_consumer" data/karate.mtx
-echo "check-install: find_package, pkg-config, SONAME and exports OK ($(nm -D --defined-only "$lib" | grep -c ' sj_') sj_* symbols)"
+echo "check-install: find_package and pkg-config (version $version), SONAME, exports and header docs OK ($(nm -D --defined-only "$lib" | grep -c ' sj_') sj_* symbols)"
