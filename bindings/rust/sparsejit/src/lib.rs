@@ -24,5 +24,5 @@ mod tensor;
 pub use context::{Config, Context};
 pub use error::{status, Error, Result};
 pub use options::{OpOptions, Schedule, Semiring};
-pub use plan::{Indices, Layout, Op, OwnedResult, Plan, Values};
+pub use plan::{Indices, Layout, Op, OwnedLevels, OwnedResult, Plan, Values};
 pub use tensor::{Index, Tensor, Value};

@@ -4,6 +4,7 @@ use std::ptr;
 use crate::context::Context;
 use crate::error::{check, Result};
 use crate::options::OpOptions;
+use crate::plan::Plan;
 use crate::sys;
 use crate::tensor::Tensor;
 
@@ -41,5 +42,13 @@ impl Context {
     /// A^T in A's format.
     pub fn transpose<'a>(&'a self, a: &Tensor<'a>) -> Result<Tensor<'a>> {
         self.wrap(|out| unsafe { sys::sj_transpose(self.raw, a.raw, out) })
+    }
+    /// An index-notation expression ("C(i,j) = A(i,k) * B(k,j)", operands in the order their
+    /// names first appear on the right), planned and run once; `output_format` as in
+    /// `Plan::einsum`.
+    pub fn einsum<'a>(&'a self, expression: &str, operands: &[&Tensor<'a>], output_format: Option<&str>,
+                      o: &OpOptions) -> Result<Tensor<'a>> {
+        let plan = Plan::einsum(self, expression, operands, output_format, o)?;
+        plan.execute(operands)
     }
 }

@@ -1,13 +1,13 @@
 //! Plans (inspect once, execute many times) and caller-owned results (two-pass: the library
 //! sizes the result, Rust allocates Vecs, the library fills them).
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_void};
 use std::mem::size_of;
 use std::ptr;
 use std::sync::Mutex;
 
 use crate::context::Context;
-use crate::error::{check, Result};
+use crate::error::{check, status, Error, Result};
 use crate::options::OpOptions;
 use crate::sys;
 use crate::tensor::Tensor;
@@ -77,6 +77,59 @@ impl OwnedResult {
     }
 }
 
+/// A result of any order (0 to 4) in memory Rust owns, one array pair per level (as
+/// `sj_output_levels` describes it): level `l` stores mode `mode_order[l]` with kind
+/// `levels[l]` (0 dense, 1 compressed, 2 singleton, 3 compressed non-unique); `pos[l]` is empty
+/// unless the level is compressed, `crd[l]` empty for a dense level.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OwnedLevels {
+    pub dims: Vec<i64>,
+    pub mode_order: Vec<i32>,
+    pub levels: Vec<i32>,
+    pub pos: Vec<Vec<i64>>,
+    pub crd: Vec<Indices>,
+    pub values: Values,
+}
+
+fn indices(index_type: sys::sj_index_type, n: usize) -> Indices {
+    if index_type == sys::SJ_INDEX_INT32 { Indices::I32(vec![0; n]) } else { Indices::I64(vec![0; n]) }
+}
+
+fn values(value_type: sys::sj_value_type, n: usize) -> Values {
+    match value_type {
+        sys::SJ_VALUE_F32 => Values::F32(vec![0.0; n]),
+        sys::SJ_VALUE_BOOL => Values::Bool(vec![false; n]),
+        _ => Values::F64(vec![0.0; n]),
+    }
+}
+
+fn indices_ptr(i: &mut Indices) -> *mut c_void {
+    match i {
+        Indices::I32(v) => v.as_mut_ptr() as *mut c_void,
+        Indices::I64(v) => v.as_mut_ptr() as *mut c_void,
+    }
+}
+
+fn values_ptr(v: &mut Values) -> *mut c_void {
+    match v {
+        Values::F32(v) => v.as_mut_ptr() as *mut c_void,
+        Values::F64(v) => v.as_mut_ptr() as *mut c_void,
+        Values::Bool(v) => v.as_mut_ptr() as *mut c_void,
+    }
+}
+
+fn c_string(what: &str, text: &str) -> Result<CString> {
+    CString::new(text).map_err(|_| Error::new(status::INVALID_ARGUMENT, format!("{what} contains a NUL byte")))
+}
+
+// Releases a pending result however the two passes end.
+struct PendingGuard(*mut sys::sj_pending);
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        unsafe { sys::sj_pending_destroy(self.0) };
+    }
+}
+
 /// A plan: an operation checked, inspected and scheduled once for operands of these shapes,
 /// formats and types. Executable from many threads at once.
 pub struct Plan<'a> {
@@ -100,6 +153,22 @@ impl<'a> Plan<'a> {
         Ok(Plan { raw, ctx, explain_lock: Mutex::new(()) })
     }
 
+    /// Plans an index-notation expression ("C(i,j) = A(i,k) * B(k,j)"; operands in the order
+    /// their names first appear on the right) with the result's format (`None`: the planner's;
+    /// else "csr", "csf", "dense", a level list, ...).
+    pub fn einsum(ctx: &'a Context, expression: &str, operands: &[&Tensor<'a>], output_format: Option<&str>,
+                  options: &OpOptions) -> Result<Plan<'a>> {
+        let ops = raw_operands(operands);
+        let expr = c_string("expression", expression)?;
+        let out_format = output_format.map(|f| c_string("output_format", f)).transpose()?;
+        let mut raw = ptr::null_mut();
+        check(unsafe {
+            sys::sj_einsum_plan(ctx.raw, expr.as_ptr(), ops.as_ptr(), ops.len() as i32, ptr::null(),
+                                out_format.as_ref().map_or(ptr::null(), |f| f.as_ptr()), &options.raw, &mut raw)
+        })?;
+        Ok(Plan { raw, ctx, explain_lock: Mutex::new(()) })
+    }
+
     /// Runs on operands that match the planned ones; the result is a library-owned tensor.
     pub fn execute(&self, operands: &[&Tensor<'a>]) -> Result<Tensor<'a>> {
         let ops = raw_operands(operands);
@@ -115,38 +184,17 @@ impl<'a> Plan<'a> {
         let mut sizes = sys::sj_output_sizes { struct_size: size_of::<sys::sj_output_sizes>() as u32, ..Default::default() };
         let mut pending = ptr::null_mut();
         check(unsafe { sys::sj_plan_execute_sizes(self.raw, ops.as_ptr(), ops.len() as i32, &mut sizes, &mut pending) })?;
-        struct Guard(*mut sys::sj_pending);
-        impl Drop for Guard {
-            fn drop(&mut self) {
-                unsafe { sys::sj_pending_destroy(self.0) };
-            }
-        }
-        let guard = Guard(pending);
+        let guard = PendingGuard(pending);
         let mut pos = vec![0i64; sizes.pos_len as usize];
-        let n = sizes.crd_len as usize;
-        let mut crd = if sizes.index_type == sys::SJ_INDEX_INT32 { Indices::I32(vec![0; n]) } else { Indices::I64(vec![0; n]) };
-        let nv = sizes.values_len as usize;
-        let mut values = match sizes.value_type {
-            sys::SJ_VALUE_F32 => Values::F32(vec![0.0; nv]),
-            sys::SJ_VALUE_BOOL => Values::Bool(vec![false; nv]),
-            _ => Values::F64(vec![0.0; nv]),
-        };
-        let crd_ptr = match &mut crd {
-            Indices::I32(v) => v.as_mut_ptr() as *mut c_void,
-            Indices::I64(v) => v.as_mut_ptr() as *mut c_void,
-        };
-        let values_ptr = match &mut values {
-            Values::F32(v) => v.as_mut_ptr() as *mut c_void,
-            Values::F64(v) => v.as_mut_ptr() as *mut c_void,
-            Values::Bool(v) => v.as_mut_ptr() as *mut c_void,
-        };
+        let mut crd = indices(sizes.index_type, sizes.crd_len as usize);
+        let mut values = values(sizes.value_type, sizes.values_len as usize);
         let buffers = sys::sj_output_buffers {
             struct_size: size_of::<sys::sj_output_buffers>() as u32,
             pos: pos.as_mut_ptr(),
             pos_capacity: pos.len() as i64,
-            crd: crd_ptr,
+            crd: indices_ptr(&mut crd),
             crd_capacity: sizes.crd_len,
-            values: values_ptr,
+            values: values_ptr(&mut values),
             values_capacity: sizes.values_len,
         };
         check(unsafe { sys::sj_pending_fill(guard.0, &buffers) })?;
@@ -157,6 +205,46 @@ impl<'a> Plan<'a> {
             _ => Layout::Dense,
         };
         Ok(OwnedResult { layout, dims: sizes.dims[..sizes.order as usize].to_vec(), pos, crd, values })
+    }
+
+    /// Runs and returns a result of any order (a 3-D einsum result included) in Vecs that Rust
+    /// allocated, one pos/crd pair per level (sj_pending_get_levels, sj_pending_fill_levels).
+    pub fn execute_levels(&self, operands: &[&Tensor<'a>]) -> Result<OwnedLevels> {
+        let ops = raw_operands(operands);
+        let mut sizes = sys::sj_output_sizes { struct_size: size_of::<sys::sj_output_sizes>() as u32, ..Default::default() };
+        let mut pending = ptr::null_mut();
+        check(unsafe { sys::sj_plan_execute_sizes(self.raw, ops.as_ptr(), ops.len() as i32, &mut sizes, &mut pending) })?;
+        let guard = PendingGuard(pending);
+        let mut lv = sys::sj_output_levels { struct_size: size_of::<sys::sj_output_levels>() as u32, ..Default::default() };
+        check(unsafe { sys::sj_pending_get_levels(guard.0, &mut lv) })?;
+        let order = lv.order as usize;
+        let mut pos: Vec<Vec<i64>> = (0..order).map(|l| vec![0i64; lv.pos_len[l] as usize]).collect();
+        let mut crd: Vec<Indices> = (0..order).map(|l| indices(lv.index_type, lv.crd_len[l] as usize)).collect();
+        let mut vals = values(lv.value_type, lv.values_len as usize);
+        let mut buffers = sys::sj_output_level_buffers {
+            struct_size: size_of::<sys::sj_output_level_buffers>() as u32,
+            pos: [ptr::null_mut(); 4],
+            pos_capacity: [0; 4],
+            crd: [ptr::null_mut(); 4],
+            crd_capacity: [0; 4],
+            values: values_ptr(&mut vals),
+            values_capacity: lv.values_len,
+        };
+        for l in 0..order {
+            buffers.pos[l] = pos[l].as_mut_ptr();
+            buffers.pos_capacity[l] = lv.pos_len[l];
+            buffers.crd[l] = indices_ptr(&mut crd[l]);
+            buffers.crd_capacity[l] = lv.crd_len[l];
+        }
+        check(unsafe { sys::sj_pending_fill_levels(guard.0, &buffers) })?;
+        Ok(OwnedLevels {
+            dims: lv.dims[..order].to_vec(),
+            mode_order: lv.mode_order[..order].to_vec(),
+            levels: lv.levels[..order].to_vec(),
+            pos,
+            crd,
+            values: vals,
+        })
     }
 
     /// The planner's explanation as JSON.

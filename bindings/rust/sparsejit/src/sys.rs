@@ -125,6 +125,35 @@ pub struct sj_output_buffers {
     pub values_capacity: i64,
 }
 
+/// The per-level layout of a pending result of any order (sj_pending_get_levels).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct sj_output_levels {
+    pub struct_size: u32,
+    pub order: c_int,
+    pub dims: [i64; 4],
+    pub mode_order: [c_int; 4],
+    pub levels: [c_int; 4],
+    pub index_type: sj_index_type,
+    pub value_type: sj_value_type,
+    pub pos_len: [i64; 4],
+    pub crd_len: [i64; 4],
+    pub values_len: i64,
+}
+
+/// The caller's arrays per level (sj_pending_fill_levels).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct sj_output_level_buffers {
+    pub struct_size: u32,
+    pub pos: [*mut i64; 4],
+    pub pos_capacity: [i64; 4],
+    pub crd: [*mut c_void; 4],
+    pub crd_capacity: [i64; 4],
+    pub values: *mut c_void,
+    pub values_capacity: i64,
+}
+
 pub const SJ_TENSOR_COPY: u32 = 1;
 
 extern "C" {
@@ -182,4 +211,13 @@ extern "C" {
                                  sizes: *mut sj_output_sizes, pending: *mut *mut sj_pending) -> sj_status;
     pub fn sj_pending_fill(pending: *mut sj_pending, buffers: *const sj_output_buffers) -> sj_status;
     pub fn sj_pending_destroy(pending: *mut sj_pending) -> sj_status;
+    pub fn sj_pending_get_levels(pending: *mut sj_pending, levels: *mut sj_output_levels) -> sj_status;
+    pub fn sj_pending_fill_levels(pending: *mut sj_pending, buffers: *const sj_output_level_buffers) -> sj_status;
+
+    pub fn sj_einsum_plan(ctx: *mut sj_context, expression: *const c_char, operands: *const *const sj_tensor,
+                          n_operands: c_int, formats: *const *const c_char, output_format: *const c_char,
+                          options: *const sj_op_options, out: *mut *mut sj_plan) -> sj_status;
+    pub fn sj_einsum(ctx: *mut sj_context, expression: *const c_char, operands: *const *const sj_tensor,
+                     n_operands: c_int, formats: *const *const c_char, output_format: *const c_char,
+                     options: *const sj_op_options, result: *mut *mut sj_tensor) -> sj_status;
 }

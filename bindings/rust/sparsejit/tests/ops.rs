@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use sparsejit::{status, Context, Layout, Op, OpOptions, Plan, Schedule, Semiring, Tensor};
+use sparsejit::{status, Context, Indices, Layout, Op, OpOptions, Plan, Schedule, Semiring, Tensor, Values};
 
 // A = [[1, 0, 2], [0, 3, 0]]  (2 x 3)
 const A_PTR: [i64; 3] = [0, 2, 3];
@@ -165,4 +165,57 @@ fn declared_structs_match_the_library() {
     let lib = scratch[0] as u32 as usize;
     assert!(lib == full || lib == full - 4, "sj_op_options drifted: library {lib}, declared {full}");
     assert!(Context::version().starts_with("0."));
+}
+
+#[test]
+fn einsum_matrices_and_three_way_results_per_level() {
+    let ctx = Context::new().unwrap();
+    let a = Tensor::csr(&ctx, 2, 3, &A_PTR, &A_IDX, &A_VAL).unwrap();
+    let b_idx32: Vec<i32> = B_IDX.iter().map(|&x| x as i32).collect();
+    let b = Tensor::csr(&ctx, 3, 2, &B_PTR, &b_idx32, &B_VAL).unwrap();
+    // The product in index notation equals the hand-computed one ([[9, 0], [0, 3]]).
+    let c = ctx.einsum("C(i,j) = A(i,k) * B(k,j)", &[&a, &b], None, &OpOptions::new()).unwrap();
+    let (pos, crd) = c.compressed_level::<i32>(1).unwrap();
+    assert_eq!((pos, crd), (&[0i64, 1, 2][..], &[0i32, 1][..]));
+    assert_eq!(c.values::<f64>().unwrap(), &[9.0, 3.0]);
+    // A matrix result per level: the same arrays as the flat two-pass form.
+    let plan = Plan::einsum(&ctx, "C(i,j) = A(i,k) * B(k,j)", &[&a, &b], None, &OpOptions::new()).unwrap();
+    let flat = plan.execute_owned(&[&a, &b]).unwrap();
+    let lv = plan.execute_levels(&[&a, &b]).unwrap();
+    assert_eq!(lv.levels, vec![0, 1]);
+    assert_eq!(lv.pos[1], flat.pos);
+    assert_eq!(lv.crd[1], flat.crd);
+    assert_eq!(lv.values, flat.values);
+    // X(i,j,k) = A(i,j) * B(j,k): X[0,0,0] = 1*1, X[0,2,0] = 2*4, X[1,1,1] = 3*1, as CSF
+    // (dense i, compressed j, compressed k), 2 x 3 x 2.
+    let plan = Plan::einsum(&ctx, "X(i,j,k) = A(i,j) * B(j,k)", &[&a, &b], Some("csf"), &OpOptions::new()).unwrap();
+    let x = plan.execute_levels(&[&a, &b]).unwrap();
+    assert_eq!(x.dims, vec![2, 3, 2]);
+    assert_eq!(x.mode_order, vec![0, 1, 2]);
+    assert_eq!(x.levels, vec![0, 1, 1]);
+    assert!(x.pos[0].is_empty());
+    assert_eq!(x.crd[0], Indices::I32(vec![]));
+    assert_eq!(x.pos[1], vec![0, 2, 3]);
+    assert_eq!(x.crd[1], Indices::I32(vec![0, 2, 1]));
+    assert_eq!(x.pos[2], vec![0, 1, 2, 3]);
+    assert_eq!(x.crd[2], Indices::I32(vec![0, 0, 1]));
+    assert_eq!(x.values, Values::F64(vec![1.0, 8.0, 3.0]));
+    // The same as the library-owned result of the plan.
+    let t = plan.execute(&[&a, &b]).unwrap();
+    for l in 1..3 {
+        let (p, c) = t.compressed_level::<i32>(l).unwrap();
+        assert_eq!(p, &x.pos[l as usize][..]);
+        assert_eq!(Indices::I32(c.to_vec()), x.crd[l as usize]);
+    }
+    // The flat form has no room for three levels and says what to use instead.
+    let e = plan.execute_owned(&[&a, &b]).err().expect("a 3-D result has no flat layout");
+    assert_eq!(e.status, status::FORMAT);
+    assert!(e.message.contains("sj_pending_fill_levels"), "{}", e.message);
+    // Errors of the expression carry the library's message.
+    let e = ctx.einsum("C(i,j) = A(i,k) *", &[&a], None, &OpOptions::new()).err().expect("malformed");
+    assert_eq!(e.status, status::PARSE);
+    let e = ctx.einsum("C(i,j) = A(i,k) * B(k,j)", &[&a, &a], None, &OpOptions::new()).err().expect("2x3 * 2x3");
+    assert_eq!(e.status, status::SHAPE_MISMATCH);
+    let e = ctx.einsum("C(i,j) = A(i,j)\0", &[&a], None, &OpOptions::new()).err().expect("a NUL byte");
+    assert_eq!(e.status, status::INVALID_ARGUMENT);
 }
