@@ -7,6 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _lib
+from ._coo_tensor import CooTensor
 from ._errors import check
 
 # sj_index_type, sj_value_type, sj_op, sj_format and option names, as in sparsejit.h.
@@ -302,13 +303,41 @@ def _vector_shape(x):
     return x.shape if sp.issparse(x) else None
 
 
+def _fill_levels(pending):
+    """Pass 2 per level (results of order 3 and 4): a CooTensor whose arrays numpy owns."""
+    if _lib.sj_pending_fill_levels is None:
+        raise NotImplementedError("this libsparsejit cannot hand out results of order 3 or more")
+    lv = _lib.OutputLevels()
+    lv.struct_size = ctypes.sizeof(lv)
+    check(_lib.sj_pending_get_levels(pending, ctypes.byref(lv)))
+    index = _DTYPE_OF_INDEX[lv.index_type]
+    pos = [np.empty(lv.pos_len[l], dtype=np.int64) for l in range(lv.order)]
+    crd = [np.empty(lv.crd_len[l], dtype=index) for l in range(lv.order)]
+    values = np.empty(lv.values_len, dtype=_DTYPE_OF_VALUE[lv.value_type])
+    bufs = _lib.OutputLevelBuffers()
+    bufs.struct_size = ctypes.sizeof(bufs)
+    for l in range(lv.order):
+        bufs.pos[l], bufs.pos_capacity[l] = _ptr(pos[l]), pos[l].size
+        bufs.crd[l], bufs.crd_capacity[l] = _ptr(crd[l]), crd[l].size
+    bufs.values, bufs.values_capacity = _ptr(values), values.size
+    check(_lib.sj_pending_fill_levels(pending, ctypes.byref(bufs)))
+    return CooTensor.from_levels(list(lv.dims[:lv.order]), list(lv.mode_order[:lv.order]),
+                                 list(lv.levels[:lv.order]), pos, crd, values)
+
+
 def _execute_into_numpy(plan, tensors, vector_shape=None):
-    """Pass 1 sizes the result, numpy allocates, pass 2 fills; returns scipy / numpy arrays."""
+    """Pass 1 sizes the result, numpy allocates, pass 2 fills; returns scipy / numpy arrays
+    (a CooTensor for a result of order 3 or 4)."""
     sizes = _lib.OutputSizes()
     sizes.struct_size = ctypes.sizeof(sizes)
     pending = _lib.handle()
     check(_lib.sj_plan_execute_sizes(plan, _handles(tensors), len(tensors), ctypes.byref(sizes),
                                      ctypes.byref(pending)))
+    if sizes.order >= 3:
+        try:
+            return _fill_levels(pending)
+        finally:
+            _lib.sj_pending_destroy(pending)
     try:
         values = np.empty(sizes.values_len, dtype=_DTYPE_OF_VALUE[sizes.value_type])
         crd = np.empty(sizes.crd_len, dtype=_DTYPE_OF_INDEX[sizes.index_type])
@@ -424,6 +453,7 @@ def einsum_plan(expression, *tensors, formats=None, output_format=None, ctx=None
 
 
 def einsum(expression, *tensors, formats=None, output_format=None, ctx=None, **options):
-    """Evaluates an einsum expression over sparse matrices; returns scipy / numpy arrays."""
+    """Evaluates an einsum expression over sparse matrices and tensors (Tensor.read of a .tns);
+    returns scipy / numpy arrays, or a sparsejit.CooTensor for a result of order 3 or 4."""
     plan, ts = einsum_plan(expression, *tensors, formats=formats, output_format=output_format, ctx=ctx, **options)
     return _execute_into_numpy(plan._handle, ts)

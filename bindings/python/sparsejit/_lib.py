@@ -91,6 +91,20 @@ class OutputBuffers(ctypes.Structure):
                 ("values", ctypes.c_void_p), ("values_capacity", ctypes.c_int64)]
 
 
+class OutputLevels(ctypes.Structure):
+    """sj_output_levels: the per-level layout of a pending result of any order."""
+    _fields_ = [("struct_size", ctypes.c_uint32), ("order", ctypes.c_int), ("dims", ctypes.c_int64 * 4),
+                ("mode_order", ctypes.c_int * 4), ("levels", ctypes.c_int * 4), ("index_type", ctypes.c_int),
+                ("value_type", ctypes.c_int), ("pos_len", ctypes.c_int64 * 4), ("crd_len", ctypes.c_int64 * 4),
+                ("values_len", ctypes.c_int64)]
+
+
+class OutputLevelBuffers(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("pos", ctypes.c_void_p * 4), ("pos_capacity", ctypes.c_int64 * 4),
+                ("crd", ctypes.c_void_p * 4), ("crd_capacity", ctypes.c_int64 * 4), ("values", ctypes.c_void_p),
+                ("values_capacity", ctypes.c_int64)]
+
+
 # The init functions write the library's full struct, which may have grown past the fields
 # above: they write into a generous scratch buffer, and the binding passes its own struct_size.
 INIT_SCRATCH = 1024
@@ -142,3 +156,12 @@ if sj_einsum_plan is not None:
     sj_einsum_plan.argtypes = [handle, ctypes.c_char_p, ctypes.POINTER(handle), ctypes.c_int,
                                ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p, ctypes.POINTER(OpOptions),
                                ctypes.POINTER(handle)]
+
+# Added with results of order 3 and 4 (absent from older libraries: such results then raise).
+sj_pending_get_levels = getattr(lib, "sj_pending_get_levels", None)
+sj_pending_fill_levels = getattr(lib, "sj_pending_fill_levels", None)
+if sj_pending_get_levels is not None and sj_pending_fill_levels is not None:
+    sj_pending_get_levels.restype = status
+    sj_pending_get_levels.argtypes = [handle, ctypes.POINTER(OutputLevels)]
+    sj_pending_fill_levels.restype = status
+    sj_pending_fill_levels.argtypes = [handle, ctypes.POINTER(OutputLevelBuffers)]

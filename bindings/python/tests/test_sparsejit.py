@@ -3,6 +3,7 @@ Run with the system interpreter: /usr/bin/python3 -m unittest discover bindings/
 import gc
 import os
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -137,6 +138,13 @@ class Binding(unittest.TestCase):
         self.assertIs(t64._keep[0], A64.indptr)
         self.assertIs(t64._keep[1], A64.indices)
         self.assertEqual(t64.info().index_type, 1)
+        self.assertEqual(t64.info().owns_arrays, 0)  # int64 indptr, indices and data all borrowed
+        self.assertIs(t64._keep[2], A64.data)
+        # A CSC input is borrowed the same way, and results equal scipy's.
+        Acsc = sp.csc_array(A64)
+        tc = sparsejit.Tensor.from_scipy(Acsc)
+        self.assertIs(tc._keep[1], Acsc.indices)
+        assert_same(self, sparsejit.spgemm(A64, Acsc), A64 @ Acsc)
 
     def test_log_callback_receives_messages(self):
         messages = []
@@ -161,6 +169,37 @@ class Einsum(unittest.TestCase):
         total = sparsejit.einsum("ij,ij->", A, C)
         self.assertAlmostEqual(float(total), float(A.multiply(C).sum()))
         assert_same(self, sparsejit.einsum("ik,kj->ij", A, B, formats=["csr", "csc"]), A @ B)
+
+    def test_three_way_results_are_coo_tensors(self):
+        # A small FROSTT file (1-based coordinates) read by the library, against numpy.
+        entries = {(0, 1, 2): 1.5, (0, 3, 0): 2.0, (1, 1, 1): -1.0, (2, 0, 2): 4.0, (2, 3, 1): 0.5}
+        shape = (3, 4, 3)
+        dense = np.zeros(shape)
+        for c, v in entries.items():
+            dense[c] = v
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "t.tns"
+            path.write_text("".join(f"{i + 1} {j + 1} {k + 1} {v}\n" for (i, j, k), v in entries.items()))
+            X = sparsejit.Tensor.read(path)
+        Y = sparsejit.einsum("Y(i,j,k) = X(i,j,k) * X(i,j,k)", X)
+        self.assertIsInstance(Y, sparsejit.CooTensor)
+        self.assertEqual((Y.shape, Y.nnz, Y.ndim), (shape, 5, 3))
+        np.testing.assert_array_equal(Y.todense(), dense * dense)
+        B = random_csr(3, 5, 0.5, 40)
+        Z = sparsejit.einsum("ijk,kr->ijr", X, B)
+        np.testing.assert_allclose(Z.todense(), np.einsum("ijk,kr->ijr", dense, B.toarray()))
+        W = sparsejit.einsum("ijk,kr->ijkr", X, B)  # order 4
+        self.assertEqual(W.shape, (3, 4, 3, 5))
+        np.testing.assert_allclose(W.todense(), np.einsum("ijk,kr->ijkr", dense, B.toarray()))
+        # Permuted output levels and an all-dense output give the same tensor.
+        P = sparsejit.einsum("Y(i,j,k) = X(i,j,k)", X, output_format="dense(i),compressed(k),compressed(j)")
+        np.testing.assert_array_equal(P.todense(), dense)
+        D = sparsejit.einsum("Y(i,j,k) = X(i,j,k)", X, output_format="dense")
+        self.assertEqual(D.nnz, dense.size)
+        np.testing.assert_array_equal(D.todense(), dense)
+        # A 3-D result reduced to a matrix comes back as a scipy array again.
+        M = sparsejit.einsum("M(i,j) = X(i,j,k)", X)
+        np.testing.assert_allclose(sp.csr_array(M).toarray(), dense.sum(axis=2))
 
     def test_einsum_errors(self):
         A = random_csr(10, 10, 0.3, 33)
@@ -244,13 +283,35 @@ class RealMatrices(unittest.TestCase):
                 continue
             with self.subTest(matrix=f.name):
                 assert_close_sparse(self, sparsejit.spgemm(A, A), want)
-                assert_close_sparse(self, sparsejit.ewise_add(A, sp.csr_array(A.T)), A + A.T)
+                assert_close_sparse(self, sparsejit.spgemm(A, sp.csc_array(A)), want)
+                At = sp.csr_array(A.T)
+                assert_close_sparse(self, sparsejit.ewise_add(A, At), A + A.T)
+                assert_close_sparse(self, sparsejit.ewise_mult(A, At), A.multiply(At))
+                assert_close_sparse(self, sparsejit.ewise_mult(A, A, transpose_b=True), A.multiply(At))
                 x = sp.csc_array(A[:, [0]])
                 assert_close_sparse(self, sparsejit.spmspv(A, x), A @ x)
+                assert_close_sparse(self, sparsejit.einsum("ik,kj->ij", A, A), want)
+                assert_close_sparse(self, sparsejit.einsum("ij,ji->ij", A, A), A.multiply(At))
+                self.assertIn("chosen", sparsejit.explain("spgemm", A, A))
                 checked += 1
             if checked >= 12:
                 break
         self.assertGreater(checked, 0)
+
+    def test_three_way_einsum_on_real_tensors(self):
+        d = data_dir()
+        files = sorted((d / "tensors").glob("*.tns")) if d is not None and (d / "tensors").is_dir() else []
+        if not files:
+            self.skipTest("shared/data/tensors is absent")
+        for f in files:
+            with self.subTest(tensor=f.name):
+                rows = np.loadtxt(f, ndmin=2)
+                coords = rows[:, :-1].astype(np.int64) - 1
+                dense = np.zeros(tuple(coords.max(axis=0) + 1))
+                np.add.at(dense, tuple(coords.T), rows[:, -1])
+                X = sparsejit.Tensor.read(f)
+                Y = sparsejit.einsum("Y(i,j,k) = X(i,j,k) * X(i,j,k)", X)
+                np.testing.assert_allclose(Y.todense(), dense * dense)
 
 
 if __name__ == "__main__":
