@@ -18,8 +18,8 @@ bool all_levels_dense(const Tensor& t) {
 // One array of the layout against the caller's buffer: its length must fit the capacity,
 // and a non-empty array needs a pointer.
 // `capacity_name` is the field that holds its capacity ("pos_capacity", "pos_capacity[1]").
-void check_buffer(const std::string& name, const std::string& capacity_name, int64_t len, const void* ptr,
-                  int64_t capacity) {
+void check_buffer(const std::string& name, const std::string& capacity_name, int64_t len,
+                  const void* ptr, int64_t capacity) {
   if (len == 0) return;
   if (!ptr) fail(SJ_ERR_NULL_POINTER, "buffers.", name, " is NULL but the result has ", len, " ", name, " entries");
   if (capacity < len)

@@ -320,10 +320,11 @@ SJ_API sj_status sj_tensor_get_level(const sj_tensor *t, int level, const int64_
 SJ_API sj_status sj_tensor_get_values(const sj_tensor *t, const void **values, int64_t *len);
 
 /* Converts tensor `t` (only read) to a named format (for 3-D CSF, mode_order may pick the
- * level order; NULL keeps identity) and index_type. The result owns its arrays (from the context's allocator) and is
- * owned by the caller. Errors: SJ_ERR_NULL_POINTER; SJ_ERR_FORMAT (a format that does not fit
- * the order); SJ_ERR_INVALID_ARGUMENT (unknown format or index type); SJ_ERR_OVERFLOW
- * (coordinates that do not fit int32); SJ_ERR_OUT_OF_MEMORY. Thread-safe. */
+ * level order; NULL keeps identity) and index_type. The result owns its arrays (from the
+ * context's allocator) and is owned by the caller. Errors: SJ_ERR_NULL_POINTER; SJ_ERR_FORMAT
+ * (a format that does not fit the order); SJ_ERR_INVALID_ARGUMENT (unknown format or index
+ * type); SJ_ERR_OVERFLOW (coordinates that do not fit int32); SJ_ERR_OUT_OF_MEMORY.
+ * Thread-safe. */
 SJ_API sj_status sj_tensor_convert(sj_context *ctx, const sj_tensor *t, sj_format format,
                                    const int *mode_order, sj_index_type index_type,
                                    sj_tensor **out);
@@ -408,9 +409,10 @@ SJ_API sj_status sj_plan_create(sj_context *ctx, sj_op op, const sj_tensor *cons
                                 int n_operands, const sj_op_options *options, sj_plan **out);
 /* Executes a plan on n_operands operands that match the planned ones (same shapes, formats and
  * types; values and, for sparse operands, coordinates may change). *result receives a new
- * tensor owned by the caller whose arrays come from the context's allocator. Errors: SJ_ERR_NULL_POINTER; SJ_ERR_INVALID_ARGUMENT (operand count);
- * SJ_ERR_SHAPE_MISMATCH (an operand unlike the planned one); SJ_ERR_OUT_OF_MEMORY. A plan may
- * be executed from many threads at once. */
+ * tensor owned by the caller whose arrays come from the context's allocator. Errors:
+ * SJ_ERR_NULL_POINTER; SJ_ERR_INVALID_ARGUMENT (operand count); SJ_ERR_SHAPE_MISMATCH (an
+ * operand unlike the planned one); SJ_ERR_OUT_OF_MEMORY. A plan may be executed from many
+ * threads at once. */
 SJ_API sj_status sj_plan_execute(sj_plan *plan, const sj_tensor *const *operands,
                                  int n_operands, sj_tensor **result);
 /* *json receives a JSON text that explains the plan: operand statistics, candidate schedules
@@ -544,7 +546,8 @@ SJ_API sj_status sj_pending_get_levels(sj_pending *pending, sj_output_levels *le
  * Errors: SJ_ERR_NULL_POINTER (pending, buffers, or a needed array is NULL, named with its
  * level), SJ_ERR_INVALID_ARGUMENT (a capacity too small, a wrong struct_size, already filled).
  * One thread at a time per sj_pending. */
-SJ_API sj_status sj_pending_fill_levels(sj_pending *pending, const sj_output_level_buffers *buffers);
+SJ_API sj_status sj_pending_fill_levels(sj_pending *pending,
+                                        const sj_output_level_buffers *buffers);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Index notation: general contractions such as "A(i,j) = B(i,k) * C(k,j) * D(k,j)"         */
