@@ -32,17 +32,23 @@
 
 namespace sj::spmspv {
 
-// The per-thread scratch of one (I, V) instantiation. Invariant between calls: mark and
-// xhas are all zero.
+// The per-thread scratch of one (I, V) instantiation. Invariant between calls: mark, bits
+// and xhas are all zero.
 template <class I, class V> struct Scratch {
   std::vector<V> acc;        // push: row accumulators (size m); densify: x values (size n)
   std::vector<uint8_t> mark; // push: touched rows; densify: stored x(j)
   std::vector<I> list;       // push: touched rows in first-touch order; row kernels: output idx
   std::vector<V> outv;       // row kernels, push: output values
   std::vector<I> outi;       // push: output indices
+  std::vector<uint64_t> bits; // push: touched rows as a bitmap (size m/64 + 1), all clear
   static Scratch& get() {
     static thread_local Scratch s;
     return s;
+  }
+  uint64_t* need_bits(int64_t m) {
+    const size_t words = static_cast<size_t>(m >> 6) + 1;
+    if (bits.size() < words) bits.resize(words, 0);
+    return bits.data();
   }
   void need(int64_t n_acc, int64_t n_list) {
     if (static_cast<int64_t>(acc.size()) < n_acc) {
@@ -147,10 +153,14 @@ void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Parti
     push_accumulate<S>(Acsc, x, r0, r1, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
       I* oi = sink.idx + r0;
       V* ov = sink.val + r0;
-      // sort ~ cnt*log2(cnt) * ~2 ns vs scan ~ rows * 0.3 ns
+      // Touched rows in increasing order: a comparison sort (~3 units per entry and level),
+      // or a bitmap of the chunk's rows: set a bit per entry, then read the words over
+      // [r0, r1) and decode each set bit (~2 units per entry + 1 per word). Scanning the
+      // byte marks of every row instead cost ~0.5 ns per row: 0.1 ms per call at m = 200k.
       double lg = 1;
       for (int64_t c = cnt; c > 1; c >>= 1) lg += 1;
-      if (static_cast<double>(cnt) * lg * 6.0 < static_cast<double>(r1 - r0)) {
+      const double words = static_cast<double>(((r1 - 1) >> 6) - (r0 >> 6) + 1);
+      if (static_cast<double>(cnt) * lg * 3.0 < 2.0 * static_cast<double>(cnt) + words) {
         std::sort(list, list + cnt);
         for (int64_t k = 0; k < cnt; ++k) {
           const I i = list[k];
@@ -159,14 +169,24 @@ void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Parti
           mark[i] = 0;
         }
       } else {
+        uint64_t* bits = Scratch<I, V>::get().need_bits(r1);
+        for (int64_t k = 0; k < cnt; ++k) {
+          const I i = list[k];
+          bits[i >> 6] |= uint64_t(1) << (i & 63);
+          mark[i] = 0;
+        }
         int64_t k = 0;
-        for (int64_t i = r0; i < r1 && k < cnt; ++i) {
-          if (mark[i]) {
-            oi[k] = static_cast<I>(i);
+        for (int64_t wi = r0 >> 6, we = (r1 - 1) >> 6; wi <= we && k < cnt; ++wi) {
+          uint64_t word = bits[wi];
+          if (!word) continue;
+          bits[wi] = 0;
+          do {
+            const I i = static_cast<I>((wi << 6) + __builtin_ctzll(word));
+            oi[k] = i;
             ov[k] = acc[i];
-            mark[i] = 0;
             ++k;
-          }
+            word &= word - 1;
+          } while (word);
         }
       }
       written = cnt;
