@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "src/block_pool.hpp"
 #include "src/tensor.hpp"
 #include "src/work_partition.hpp"
 
@@ -50,13 +51,13 @@ Tensor assemble_by_pieces(Workers& w, const Partition& p, int64_t rows, int64_t 
   }
   const int64_t k = p.chunks();
   std::vector<int64_t> ends(static_cast<size_t>(rows) + 1, 0);
-  std::vector<std::unique_ptr<I[]>> pc(static_cast<size_t>(k));
-  std::vector<std::unique_ptr<V[]>> pv(static_cast<size_t>(k));
+  std::vector<ScratchArray<I>> pc(static_cast<size_t>(k));
+  std::vector<ScratchArray<V>> pv(static_cast<size_t>(k));
   std::vector<int64_t> off(static_cast<size_t>(k) + 1, 0);
   w.run_indexed(p, [&](int64_t c, int64_t b, int64_t e) {
     const size_t cap = static_cast<size_t>(bound_prefix[e] - bound_prefix[b] + slack);
-    pc[c] = std::make_unique_for_overwrite<I[]>(cap);
-    pv[c] = std::make_unique_for_overwrite<V[]>(cap);
+    pc[c] = ScratchArray<I>(cap);
+    pv[c] = ScratchArray<V>(cap);
     off[c + 1] = fill(b, e, pc[c].get(), pv[c].get(), ends.data() + 1);
   });
   for (int64_t c = 0; c < k; ++c) off[c + 1] += off[c];
@@ -113,11 +114,11 @@ Tensor assemble_vector_pieces(Workers& w, const Partition& p, int64_t n, const A
     }
     return y;
   }
-  std::vector<std::unique_ptr<I[]>> pi(static_cast<size_t>(k));
-  std::vector<std::unique_ptr<V[]>> pv(static_cast<size_t>(k));
+  std::vector<ScratchArray<I>> pi(static_cast<size_t>(k));
+  std::vector<ScratchArray<V>> pv(static_cast<size_t>(k));
   w.run_indexed(p, [&](int64_t c, int64_t b, int64_t e) {
-    pi[c] = std::make_unique_for_overwrite<I[]>(static_cast<size_t>(e - b));
-    pv[c] = std::make_unique_for_overwrite<V[]>(static_cast<size_t>(e - b));
+    pi[c] = ScratchArray<I>(static_cast<size_t>(e - b));
+    pv[c] = ScratchArray<V>(static_cast<size_t>(e - b));
     off[c + 1] = fill(b, e, pi[c].get(), pv[c].get());
   });
   for (int64_t c = 0; c < k; ++c) off[c + 1] += off[c];

@@ -3,7 +3,9 @@
 #include <atomic>
 #include <bit>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
+#include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)  // GCC
 #define SJ_ASAN 1
@@ -48,20 +50,18 @@ size_t BlockPool::block_size(size_t bytes) {
   return std::bit_ceil(bytes);
 }
 
-int BlockPool::size_class(size_t block) { return std::countr_zero(block) - std::countr_zero(kMinBlock); }
-
 void* BlockPool::allocate(size_t bytes, size_t align) {
   const size_t block = block_size(bytes);
   if (block >= kMinBlock && block <= limit_) {
     std::lock_guard<std::mutex> lock(mu_);
-    const auto c = static_cast<size_t>(size_class(block));
-    if (c < bins_.size() && !bins_[c].empty()) {
-      void* p = bins_[c].back();
-      bins_[c].pop_back();
-      held_ -= block;
-      SJ_UNPOISON(p, block);
-      return p;
-    }
+    for (auto it = kept_.rbegin(); it != kept_.rend(); ++it)  // the most recently freed first
+      if (it->bytes == block) {
+        void* p = it->p;
+        kept_.erase(std::next(it).base());
+        held_ -= block;
+        SJ_UNPOISON(p, block);
+        return p;
+      }
   }
   return std::aligned_alloc(align, block);
 }
@@ -69,32 +69,39 @@ void* BlockPool::allocate(size_t bytes, size_t align) {
 void BlockPool::free(void* p, size_t bytes) {
   if (!p) return;
   const size_t block = block_size(bytes);
-  if (block >= kMinBlock) {
+  std::vector<Kept> dropped;
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    if (held_ + block <= limit_ && (!needs_lease_ || live_leases_count.load(std::memory_order_relaxed) > 0)) {
-      const auto c = static_cast<size_t>(size_class(block));
-      if (bins_.size() <= c) bins_.resize(c + 1);
-      bins_[c].push_back(p);
+    if (block < kMinBlock || block > limit_ || (needs_lease_ && live_leases_count.load(std::memory_order_relaxed) == 0)) {
+      dropped.push_back({p, 0});
+    } else {
+      while (held_ + block > limit_) {
+        dropped.push_back(kept_.front());
+        held_ -= kept_.front().bytes;
+        kept_.pop_front();
+      }
+      kept_.push_back({p, block});
       held_ += block;
       SJ_POISON(p, block);
-      return;
     }
   }
-  std::free(p);
+  for (const Kept& k : dropped) {
+    if (k.bytes) SJ_UNPOISON(k.p, k.bytes);
+    std::free(k.p);
+  }
 }
 
 void BlockPool::release() {
-  std::vector<std::vector<void*>> bins;
+  std::deque<Kept> kept;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    bins.swap(bins_);
+    kept.swap(kept_);
     held_ = 0;
   }
-  for (size_t c = 0; c < bins.size(); ++c)
-    for (void* p : bins[c]) {
-      SJ_UNPOISON(p, kMinBlock << c);
-      std::free(p);
-    }
+  for (const Kept& k : kept) {
+    SJ_UNPOISON(k.p, k.bytes);
+    std::free(k.p);
+  }
 }
 
 size_t BlockPool::held_bytes() const {

@@ -7,12 +7,17 @@
 // makes the steady state fault-free. Only the default allocator uses the pool; a host's own
 // allocator hooks are called for every block as before.
 //
-// Blocks are binned by size class (powers of two from kMinBlock); the pool holds at most
-// `limit` bytes of capacity (SPARSEJIT_POOL_MB, default 256; 0 turns it off) and gives all of
-// it back when the last context is destroyed. Pooled blocks are poisoned under ASan, so a use
+// Blocks have size classes (powers of two from kMinBlock); the pool holds at most `limit`
+// bytes of capacity (SPARSEJIT_POOL_MB, default 256; 0 turns it off), dropping the blocks
+// freed longest ago when a new one would not fit (the latest call's blocks are the ones the
+// next call needs), and gives all of it back when the last context is destroyed. Pooled blocks are poisoned under ASan, so a use
 // after sj_tensor_destroy is still reported.
 #pragma once
+#include <algorithm>
 #include <cstddef>
+#include <new>
+#include <utility>
+#include <deque>
 #include <mutex>
 #include <vector>
 
@@ -54,12 +59,46 @@ class BlockPool {
   };
 
  private:
-  static int size_class(size_t block);
+  struct Kept {
+    void* p;
+    size_t bytes;
+  };
   mutable std::mutex mu_;
   size_t limit_;
   bool needs_lease_;
   size_t held_ = 0;
-  std::vector<std::vector<void*>> bins_;  // bins_[c]: free blocks of kMinBlock << c bytes
+  std::deque<Kept> kept_;  // in the order they were freed, oldest first
+};
+
+// An uninitialised array of n T for a kernel's temporaries (per-chunk pieces of a parallel
+// result), taken from and given back to the global pool: a repeated parallel call reuses
+// memory that is already mapped instead of faulting fresh pages in on every thread.
+template <class T> class ScratchArray {
+ public:
+  ScratchArray() = default;
+  explicit ScratchArray(size_t n) : bytes_((std::max<size_t>(1, n) * sizeof(T) + 63) / 64 * 64) {
+    p_ = static_cast<T*>(BlockPool::global().allocate(bytes_, 64));
+    if (!p_) throw std::bad_alloc();
+  }
+  ~ScratchArray() { reset(); }
+  ScratchArray(ScratchArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(o.bytes_) {}
+  ScratchArray& operator=(ScratchArray&& o) noexcept {
+    if (this != &o) {
+      reset();
+      p_ = std::exchange(o.p_, nullptr);
+      bytes_ = o.bytes_;
+    }
+    return *this;
+  }
+  T* get() const { return p_; }
+  void reset() {
+    if (p_) BlockPool::global().free(p_, bytes_);
+    p_ = nullptr;
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 }  // namespace sj

@@ -61,6 +61,22 @@ TEST(BlockPool, HoldsNoMoreThanItsLimit) {
   EXPECT_EQ(off.held_bytes(), 0u);
 }
 
+TEST(BlockPool, WhenFullTheBlocksFreedLongestAgoGo) {
+  BlockPool pool(2 * kMin);
+  void* a = pool.allocate(kMin, 64);
+  void* b = pool.allocate(kMin, 64);
+  void* c = pool.allocate(kMin, 64);
+  pool.free(a, kMin);
+  pool.free(b, kMin);
+  pool.free(c, kMin);  // a is dropped to make room
+  EXPECT_EQ(pool.held_bytes(), 2 * kMin);
+  EXPECT_EQ(pool.allocate(kMin, 64), c);  // the most recently freed first
+  EXPECT_EQ(pool.allocate(kMin, 64), b);
+  EXPECT_EQ(pool.held_bytes(), 0u);
+  pool.free(b, kMin);
+  pool.free(c, kMin);
+}
+
 TEST(BlockPool, ThreadsAllocatingAndFreeingConcurrentlyNeverShareABlock) {
   BlockPool pool(64 * kMin);
   std::vector<std::thread> threads;
