@@ -23,6 +23,14 @@ using sj::capi::require;
 
 namespace {
 
+// The caller's struct is the exact version this library was built with (the caller fills
+// every field of these output structs, so a shorter or longer one cannot be read safely).
+void require_struct_size(size_t got, size_t want, const char* what, const char* type) {
+  if (got != want)
+    fail(SJ_ERR_INVALID_ARGUMENT, what, ".struct_size is ", got, ", expected ", want, " (set it to sizeof(", type,
+         "))");
+}
+
 sj_output_sizes to_c(const OutputLayout& o) {
   sj_output_sizes s{};
   s.struct_size = sizeof(sj_output_sizes);
@@ -65,9 +73,7 @@ SJ_API sj_status sj_plan_execute_sizes(sj_plan* plan, const sj_tensor* const* op
     require(plan, "plan");
     require(sizes, "sizes");
     require(pending, "pending");
-    if (sizes->struct_size != sizeof(sj_output_sizes))
-      fail(SJ_ERR_INVALID_ARGUMENT, "sizes.struct_size is ", sizes->struct_size, ", expected ",
-           sizeof(sj_output_sizes), " (set it to sizeof(sj_output_sizes))");
+    require_struct_size(sizes->struct_size, sizeof(sj_output_sizes), "sizes", "sj_output_sizes");
     // The ordinary execution (whatever kind of plan), run once; its result moves into the
     // pending object instead of staying behind a handle.
     sj_tensor* computed = nullptr;
@@ -90,9 +96,7 @@ SJ_API sj_status sj_pending_fill(sj_pending* pending, const sj_output_buffers* b
   return guarded([&] {
     require(pending, "pending");
     require(buffers, "buffers");
-    if (buffers->struct_size != sizeof(sj_output_buffers))
-      fail(SJ_ERR_INVALID_ARGUMENT, "buffers.struct_size is ", buffers->struct_size, ", expected ",
-           sizeof(sj_output_buffers), " (set it to sizeof(sj_output_buffers))");
+    require_struct_size(buffers->struct_size, sizeof(sj_output_buffers), "buffers", "sj_output_buffers");
     std::lock_guard lock(pending->mutex);
     if (pending->filled) fail(SJ_ERR_INVALID_ARGUMENT, "this pending result was already filled into buffers");
     OutputBuffers b{buffers->pos, buffers->pos_capacity, buffers->crd, buffers->crd_capacity,
@@ -107,9 +111,7 @@ SJ_API sj_status sj_pending_get_levels(sj_pending* pending, sj_output_levels* le
   return guarded([&] {
     require(pending, "pending");
     require(levels, "levels");
-    if (levels->struct_size != sizeof(sj_output_levels))
-      fail(SJ_ERR_INVALID_ARGUMENT, "levels.struct_size is ", levels->struct_size, ", expected ",
-           sizeof(sj_output_levels), " (set it to sizeof(sj_output_levels))");
+    require_struct_size(levels->struct_size, sizeof(sj_output_levels), "levels", "sj_output_levels");
     std::lock_guard lock(pending->mutex);
     *levels = to_c(pending->levels);
   });
@@ -119,9 +121,8 @@ SJ_API sj_status sj_pending_fill_levels(sj_pending* pending, const sj_output_lev
   return guarded([&] {
     require(pending, "pending");
     require(buffers, "buffers");
-    if (buffers->struct_size != sizeof(sj_output_level_buffers))
-      fail(SJ_ERR_INVALID_ARGUMENT, "buffers.struct_size is ", buffers->struct_size, ", expected ",
-           sizeof(sj_output_level_buffers), " (set it to sizeof(sj_output_level_buffers))");
+    require_struct_size(buffers->struct_size, sizeof(sj_output_level_buffers), "buffers",
+                        "sj_output_level_buffers");
     std::lock_guard lock(pending->mutex);
     if (pending->filled) fail(SJ_ERR_INVALID_ARGUMENT, "this pending result was already filled into buffers");
     LevelBuffers b;
