@@ -323,6 +323,8 @@ TEST(CallerOutputsErrors, SizesPassRefusesBadArgumentsAndWritesNothing) {
   EXPECT_EQ(sj_plan_execute_sizes(plan.p, ops.data(), 2, &s, nullptr), SJ_ERR_NULL_POINTER);
   s.struct_size = 3;
   EXPECT_EQ(sj_plan_execute_sizes(plan.p, ops.data(), 2, &s, &pending), SJ_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sj_last_error_message()).find("sizes.struct_size is 3, expected"), std::string::npos)
+      << sj_last_error_message();
   s.struct_size = sizeof s;
   std::vector<sj_tensor*> wrong{B.t, B.t};  // not the planned shape
   EXPECT_EQ(sj_plan_execute_sizes(plan.p, wrong.data(), 2, &s, &pending), SJ_ERR_SHAPE_MISMATCH);
