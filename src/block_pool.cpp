@@ -63,7 +63,9 @@ void* BlockPool::allocate(size_t bytes, size_t align) {
         return p;
       }
   }
-  return std::aligned_alloc(align, block);
+  // aligned_alloc wants a multiple of the alignment (ASan returns null otherwise); pooled
+  // classes are powers of two >= kMinBlock, so only smaller blocks need rounding
+  return std::aligned_alloc(align, block >= kMinBlock ? block : (block + align - 1) / align * align);
 }
 
 void BlockPool::free(void* p, size_t bytes) {

@@ -75,9 +75,11 @@ void copy_output(const Tensor& t, const OutputLayout& o, const OutputBuffers& b)
   check_buffer("pos", o.pos_len, b.pos, b.pos_capacity);
   check_buffer("crd", o.crd_len, b.crd, b.crd_capacity);
   check_buffer("values", o.values_len, b.values, b.values_capacity);
-  const Level& inner = t.levels[t.order - 1];
-  if (o.pos_len) std::memcpy(b.pos, inner.pos.data(), sizeof(int64_t) * o.pos_len);
-  if (o.crd_len) std::memcpy(b.crd, inner.crd.data(), static_cast<size_t>(index_size(o.index_type)) * o.crd_len);
+  if (t.order > 0) {  // a scalar (order 0) has its one value and no level
+    const Level& inner = t.levels[t.order - 1];
+    if (o.pos_len) std::memcpy(b.pos, inner.pos.data(), sizeof(int64_t) * o.pos_len);
+    if (o.crd_len) std::memcpy(b.crd, inner.crd.data(), static_cast<size_t>(index_size(o.index_type)) * o.crd_len);
+  }
   if (o.values_len)
     std::memcpy(b.values, t.values.data(), static_cast<size_t>(value_size(o.value_type)) * o.values_len);
 }
