@@ -71,24 +71,26 @@ void* BlockPool::allocate(size_t bytes, size_t align) {
 void BlockPool::free(void* p, size_t bytes) {
   if (!p) return;
   const size_t block = block_size(bytes);
-  std::vector<Kept> dropped;
+  // Blocks the pool never keeps go straight back: no lock, no bookkeeping on the frees of
+  // small results (the common case for tiny calls).
+  if (block < kMinBlock || block > limit_ || (needs_lease_ && live_leases_count.load(std::memory_order_relaxed) == 0)) {
+    std::free(p);
+    return;
+  }
+  std::vector<Kept> dropped;  // freed outside the lock
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (block < kMinBlock || block > limit_ || (needs_lease_ && live_leases_count.load(std::memory_order_relaxed) == 0)) {
-      dropped.push_back({p, 0});
-    } else {
-      while (held_ + block > limit_) {
-        dropped.push_back(kept_.front());
-        held_ -= kept_.front().bytes;
-        kept_.pop_front();
-      }
-      kept_.push_back({p, block});
-      held_ += block;
-      SJ_POISON(p, block);
+    while (held_ + block > limit_) {
+      dropped.push_back(kept_.front());
+      held_ -= kept_.front().bytes;
+      kept_.pop_front();
     }
+    kept_.push_back({p, block});
+    held_ += block;
+    SJ_POISON(p, block);
   }
   for (const Kept& k : dropped) {
-    if (k.bytes) SJ_UNPOISON(k.p, k.bytes);
+    SJ_UNPOISON(k.p, k.bytes);
     std::free(k.p);
   }
 }
