@@ -123,10 +123,15 @@ template <class F> void for_segment(const Tensor& t, int l, int64_t parent, F&& 
 // coordinate of every factor whose level 0 the loop binds, plus (second loop) for each entry
 // of such a factor's level 1, the entries under that coordinate of every factor whose level 0
 // the second loop binds: the multiply count of a Gustavson row for SpGEMM, where a row's
-// length alone says little. Serial, once per execution: O(entries of the first levels).
-std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<Tensor>& held, int64_t n) {
-  std::vector<int64_t> prefix(static_cast<size_t>(n) + 1, 0);
-  for (int64_t c = 0; c < n; ++c) prefix[c + 1] = 1;
+// length alone says little. Serial, once per execution: O(entries of the first levels +
+// slots). Coordinates are summed in slots of `width` consecutive coordinates (slot c / width),
+// so that a huge sparse dimension (a vector of 2^31 coordinates) costs no dense array of it;
+// the second-loop refinement is skipped when its index is over kMaxWorkSlots.
+constexpr int64_t kMaxWorkSlots = int64_t{1} << 22;
+std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<Tensor>& held, int64_t n, int64_t width) {
+  const int64_t slots = (n + width - 1) / width;
+  std::vector<int64_t> prefix(static_cast<size_t>(slots) + 1, 0);
+  for (int64_t c = 0; c < slots; ++c) prefix[c + 1] = std::min(width, n - c * width);
   if (nest.loops.size() >= 2) {
     const Loop& l0 = nest.loops[0];
     const Loop& l1 = nest.loops[1];
@@ -140,7 +145,7 @@ std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<T
       int64_t d = 0;
       for (auto& r : refs(l1))
         if (r.level == 0) d = std::max(d, held[r.factor].level_dim(0));
-      return d;
+      return d > kMaxWorkSlots ? 0 : d;
     }();
     std::vector<int64_t> under1(static_cast<size_t>(n1), 0);
     bool any1 = false;
@@ -170,7 +175,7 @@ std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<T
           for_segment(t, 1, p, [&](int64_t k, int64_t) {
             if (k >= 0 && k < n1) w += under1[static_cast<size_t>(k)];
           });
-          prefix[static_cast<size_t>(c) + 1] += w;
+          prefix[static_cast<size_t>(c / width) + 1] += w;
         });
       }
   }
@@ -180,7 +185,7 @@ std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<T
     const Tensor& t = held[r.factor];
     const std::vector<int64_t> under = entries_under_level0(t);
     if (t.levels[0].kind == LevelKind::Dense) {
-      for (int64_t c = 0; c < n && c < static_cast<int64_t>(under.size()); ++c) prefix[c + 1] += under[c];
+      for (int64_t c = 0; c < n && c < static_cast<int64_t>(under.size()); ++c) prefix[c / width + 1] += under[c];
       return;
     }
     const int64_t* pos = t.levels[0].pos.data() ? t.levels[0].pos.as<int64_t>() : nullptr;
@@ -189,12 +194,12 @@ std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<T
       using I = decltype(i);
       const I* crd = t.levels[0].crd.as<I>();
       for (int64_t p = begin; p < end; ++p)
-        if (crd[p] >= 0 && crd[p] < n) prefix[static_cast<size_t>(crd[p]) + 1] += under[static_cast<size_t>(p)];
+        if (crd[p] >= 0 && crd[p] < n) prefix[static_cast<size_t>(crd[p] / width) + 1] += under[static_cast<size_t>(p)];
     });
   };
   for (auto& r : lp.iterate) add(r);
   for (auto& r : lp.locate) add(r);
-  for (int64_t c = 0; c < n; ++c) prefix[c + 1] += prefix[c];
+  for (int64_t c = 0; c < slots; ++c) prefix[c + 1] += prefix[c];
   return prefix;
 }
 
@@ -616,8 +621,14 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
     Partition part;
     part.bounds = {0, std::max<int64_t>(0, n0)};
     if (tp.parallel.parallel && workers.threads > 1 && n0 > 1) {
-      const std::vector<int64_t> prefix = outer_work_prefix(tp.nest, held, n0);
-      part = partition_by_prefix(prefix.data(), n0, workers, "entries under each coordinate of the outermost loop");
+      // one slot per coordinate, or per run of them when the dimension dwarfs the entries
+      int64_t entries = 0;
+      for (const Tensor& h : held) entries += h.nnz();
+      const int64_t width = std::max<int64_t>(1, n0 / std::min(kMaxWorkSlots, std::max<int64_t>(1024, 4 * entries)));
+      const std::vector<int64_t> prefix = outer_work_prefix(tp.nest, held, n0, width);
+      const int64_t slots = static_cast<int64_t>(prefix.size()) - 1;
+      part = partition_by_prefix(prefix.data(), slots, workers, "entries under each coordinate of the outermost loop");
+      for (auto& b : part.bounds) b = std::min(n0, b * width);
     }
     const int64_t chunks = part.chunks();
     WorkspacePool wspool;
