@@ -291,15 +291,26 @@ void compile_times(bool quick) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  // bench_einsum [--quick] [--only compile|cases|splyce]
+  bool quick = false;
+  std::string only;
+  for (int a = 1; a < argc; ++a) {
+    std::string arg = argv[a];
+    if (arg == "--quick") quick = true;
+    else if (arg == "--only" && a + 1 < argc) only = argv[++a];
+    else {
+      std::fprintf(stderr, "usage: bench_einsum [--quick] [--only compile|cases|splyce]\n");
+      return 2;
+    }
+  }
   try {
     sj_config c;
     sj_config_init(&c);
     c.disable_disk_cache = 1;
     Context ctx(c);
-    compile_times(quick);
-    case_studies(ctx, quick);
-    splyce(ctx, quick);
+    if (only.empty() || only == "compile") compile_times(quick);
+    if (only.empty() || only == "cases") case_studies(ctx, quick);
+    if (only.empty() || only == "splyce") splyce(ctx, quick);
   } catch (const Error& e) {
     std::fprintf(stderr, "bench_einsum: %s\n", e.what());
     return 1;

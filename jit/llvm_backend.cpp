@@ -16,6 +16,7 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
@@ -49,10 +50,47 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // ---------------------------------------------------------------------------------------------
 // IR generation
 
+// The SIMD fast lane of two-way intersections (gen_simd_lane): block width and compare.
+struct SimdLane {
+  unsigned width = 0;   // coordinates per block; 0: no fast lane (scalar-only build, no AVX2)
+  bool native = false;  // VP2INTERSECT compare (else W broadcast compares)
+  std::string text() const { return width == 0 ? "off" : cat("w", width, native ? "n" : "b"); }
+};
+
+// From the target features: AVX-512 with VP2INTERSECT: one zmm register per block (16 i32 /
+// 8 i64 coordinates) and the native compare; AVX-512 or AVX2 without it: 8 i32 / 4 i64
+// coordinates and broadcast compares; no AVX2: no lane. SPARSEJIT_EINSUM_LANE (w4|w8|w16,
+// suffix n or b, or off) overrides it, for ablation; an override the CPU cannot run is ignored.
+SimdLane choose_lane(const EinsumKernelSpec& spec, const std::string& features) {
+  SimdLane l;
+  if (spec.scalar_only) return l;
+  const std::string list = "," + features + ",";
+  auto has = [&](const char* f) { return list.find(cat(",+", f, ",")) != std::string::npos; };
+  const bool i64c = spec.index_type == IndexType::I64;
+  const bool avx512 = has("avx512f") && has("avx512vl");
+  const bool vp2i = avx512 && has("avx512vp2intersect");
+  if (!has("avx2")) return l;
+  l.width = vp2i ? (i64c ? 8 : 16) : (i64c ? 4 : 8);
+  l.native = vp2i;
+  if (const char* env = std::getenv("SPARSEJIT_EINSUM_LANE")) {
+    std::string v = env;
+    if (v == "off") return SimdLane{};
+    unsigned w = v.size() >= 2 && v[0] == 'w' ? static_cast<unsigned>(std::atoi(v.c_str() + 1)) : 0;
+    const bool native = !v.empty() && v.back() == 'n';
+    const unsigned bits = w * (i64c ? 64 : 32);
+    if ((w == 4 || w == 8 || w == 16) && (bits == 256 || (bits == 512 && avx512) || (bits == 128 && !native)) &&
+        (!native || vp2i)) {
+      l.width = w;
+      l.native = native;
+    }
+  }
+  return l;
+}
+
 class NestCodegen {
  public:
-  NestCodegen(LLVMContext& c, Module& m, const EinsumKernelSpec& s)
-      : C(c), M(m), B(c), spec(s), nest(*s.nest), term(*s.term), e(*s.expr) {}
+  NestCodegen(LLVMContext& c, Module& m, const EinsumKernelSpec& s, SimdLane l)
+      : C(c), M(m), B(c), spec(s), lane(l), nest(*s.nest), term(*s.term), e(*s.expr) {}
 
   Function* run(const std::string& name) {
     i64 = Type::getInt64Ty(C);
@@ -374,7 +412,7 @@ class NestCodegen {
       std::tie(start[i], end[i]) = segment(lp.iterate[i]);
       if (k == 0) std::tie(start[i], end[i]) = narrow(lp.iterate[i], start[i], end[i]);
     }
-    if (n == 2 && !spec.scalar_only && simd_ok(lp.iterate[0]) && simd_ok(lp.iterate[1]))
+    if (n == 2 && lane.width > 0 && simd_ok(lp.iterate[0]) && simd_ok(lp.iterate[1]))
       std::tie(start[0], start[1]) = gen_simd_lane(k, start[0], end[0], start[1], end[1]);
     BasicBlock* pre = B.GetInsertBlock();
     auto* head = BasicBlock::Create(C, "merge", F);
@@ -440,15 +478,24 @@ class NestCodegen {
   static Value* mask_bits(IRBuilder<>& b, Value* cmp, unsigned n) {
     return b.CreateZExt(b.CreateBitCast(cmp, IntegerType::get(b.getContext(), n)), b.getInt64Ty());
   }
-  // The Splyce dual path's fast lane for a two-way intersection: while both segments have at
-  // least W coordinates left, load W of each, compare all pairs in vector registers (phase 1),
-  // run the body for each match in order (phases 2-3 scalar), and advance each block whose
-  // last coordinate is not beyond the other's. Returns where the scalar merge resumes.
+  // The Splyce dual path's fast lane for a two-way intersection, run to the end of the shorter
+  // segment: load up to W coordinates of each side (a masked load when fewer than W are left;
+  // the missing lanes read as -1 on a's side and -2 on b's, which match nothing), compare all
+  // pairs in vector registers (phase 1: VP2INTERSECT where the CPU has it, which also gives
+  // b's lanes, else W broadcast compares), run the body for each match in coordinate order
+  // (phases 2-3 scalar), and advance each block whose last coordinate is not beyond the
+  // other's. A block may be partial, so segments shorter than W need no scalar epilogue (the
+  // paper's design runs its scalar loop there, which costs the mispredictions SIMD saves).
+  // Returns where the scalar merge resumes (one side is then exhausted).
   std::pair<Value*, Value*> gen_simd_lane(size_t k, Value* sa, Value* ea, Value* sb, Value* eb) {
     const Loop& lp = nest.loops[k];
     const LevelRef ra = lp.iterate[0], rb = lp.iterate[1];
-    const unsigned W = IT == i64 ? 4 : 8;
+    const unsigned W = lane.width;
+    const Align al(IT == i64 ? 8 : 4);
     auto* VTy = FixedVectorType::get(IT, W);
+    std::vector<Constant*> lanes_c;
+    for (unsigned j = 0; j < W; ++j) lanes_c.push_back(ConstantInt::get(i64, j));
+    Constant* iota = ConstantVector::get(lanes_c);
     BasicBlock* pre = B.GetInsertBlock();
     auto* head = BasicBlock::Create(C, "simd", F);
     auto* block = BasicBlock::Create(C, "simd.block", F);
@@ -462,43 +509,71 @@ class NestCodegen {
     PHINode* pb = B.CreatePHI(i64, 2);
     pa->addIncoming(sa, pre);
     pb->addIncoming(sb, pre);
-    Value* room = B.CreateAnd(B.CreateICmpSLE(B.CreateAdd(pa, B.getInt64(W)), ea),
-                              B.CreateICmpSLE(B.CreateAdd(pb, B.getInt64(W)), eb));
-    B.CreateCondBr(room, block, exit);
+    B.CreateCondBr(B.CreateAnd(B.CreateICmpSLT(pa, ea), B.CreateICmpSLT(pb, eb)), block, exit);
     B.SetInsertPoint(block);
-    Value* va = B.CreateAlignedLoad(VTy, B.CreateGEP(IT, crdp[ra.factor][ra.level], pa), Align(IT == i64 ? 8 : 4));
-    Value* vb = B.CreateAlignedLoad(VTy, B.CreateGEP(IT, crdp[rb.factor][rb.level], pb), Align(IT == i64 ? 8 : 4));
-    // lanes of a equal to some lane of b: OR over the W rotations-by-broadcast of b
-    Value* hit = nullptr;
-    for (unsigned j = 0; j < W; ++j) {
-      Value* bj = B.CreateVectorSplat(W, B.CreateExtractElement(vb, B.getInt32(j)));
-      Value* eq = B.CreateICmpEQ(va, bj);
-      hit = hit ? B.CreateOr(hit, eq) : eq;
+    auto clamp = [&](Value* left) {
+      return B.CreateSelect(B.CreateICmpSLT(left, B.getInt64(W)), left, B.getInt64(W));
+    };
+    Value* cnt_a = clamp(B.CreateSub(ea, pa));
+    Value* cnt_b = clamp(B.CreateSub(eb, pb));
+    auto block_load = [&](const LevelRef& r, Value* p, Value* cnt, int64_t pad) {
+      Value* mask = B.CreateICmpULT(iota, B.CreateVectorSplat(W, cnt));
+      return B.CreateMaskedLoad(VTy, B.CreateGEP(IT, crdp[r.factor][r.level], p), al, mask,
+                                B.CreateVectorSplat(W, ConstantInt::get(IT, pad, true)));
+    };
+    Value* va = block_load(ra, pa, cnt_a, -1);
+    Value* vb = block_load(rb, pb, cnt_b, -2);
+    Value* hits = nullptr;
+    Value* hits_b = nullptr;
+    if (lane.native) {
+      const Intrinsic::ID id = IT == i64 ? (W == 8 ? Intrinsic::x86_avx512_vp2intersect_q_512 : Intrinsic::x86_avx512_vp2intersect_q_256)
+                                         : (W == 16 ? Intrinsic::x86_avx512_vp2intersect_d_512 : Intrinsic::x86_avx512_vp2intersect_d_256);
+      Value* pair = B.CreateCall(Intrinsic::getDeclaration(&M, id), {va, vb});
+      hits = mask_bits(B, B.CreateExtractValue(pair, 0), W);
+      hits_b = mask_bits(B, B.CreateExtractValue(pair, 1), W);
+    } else {
+      // lanes of a equal to some lane of b: OR over W broadcasts of b's lanes
+      Value* hit = nullptr;
+      for (unsigned j = 0; j < W; ++j) {
+        Value* bj = B.CreateVectorSplat(W, B.CreateExtractElement(vb, B.getInt32(j)));
+        Value* eq = B.CreateICmpEQ(va, bj);
+        hit = hit ? B.CreateOr(hit, eq) : eq;
+      }
+      hits = mask_bits(B, hit, W);
     }
-    Value* hits = mask_bits(B, hit, W);
-    Value* last_a = B.CreateExtractElement(va, B.getInt32(W - 1));
-    Value* last_b = B.CreateExtractElement(vb, B.getInt32(W - 1));
+    Value* last_a = crd(ra.factor, ra.level, B.CreateSub(B.CreateAdd(pa, cnt_a), B.getInt64(1)));
+    Value* last_b = crd(rb.factor, rb.level, B.CreateSub(B.CreateAdd(pb, cnt_b), B.getInt64(1)));
     BasicBlock* block_end = B.GetInsertBlock();
     B.CreateBr(mhead);
     B.SetInsertPoint(mhead);
     PHINode* m = B.CreatePHI(i64, 2);
     m->addIncoming(hits, block_end);
+    PHINode* mb = nullptr;
+    if (hits_b) {
+      mb = B.CreatePHI(i64, 2);
+      mb->addIncoming(hits_b, block_end);
+    }
     B.CreateCondBr(B.CreateICmpNE(m, B.getInt64(0)), mbody, advance);
     B.SetInsertPoint(mbody);
-    Value* lane = B.CreateIntrinsic(Intrinsic::cttz, {i64}, {m, B.getTrue()});
-    Value* c = B.CreateExtractElement(va, lane);
-    Value* lane_b = B.CreateIntrinsic(Intrinsic::cttz, {i64}, {mask_bits(B, B.CreateICmpEQ(vb, B.CreateVectorSplat(W, c)), W), B.getTrue()});
+    Value* lane_a = B.CreateIntrinsic(Intrinsic::cttz, {i64}, {m, B.getTrue()});
+    Value* c = B.CreateExtractElement(va, lane_a);
+    // both segments are sorted and unique, so the j-th match of a pairs with the j-th of b
+    Value* lane_b = mb ? B.CreateIntrinsic(Intrinsic::cttz, {i64}, {mb, B.getTrue()})
+                       : B.CreateIntrinsic(Intrinsic::cttz, {i64},
+                                           {mask_bits(B, B.CreateICmpEQ(vb, B.CreateVectorSplat(W, c)), W), B.getTrue()});
     Value* v = IT == i64 ? c : B.CreateSExt(c, i64);
-    B.CreateStore(B.CreateAdd(pa, lane), pos[ra.factor][ra.level]);
+    B.CreateStore(B.CreateAdd(pa, lane_a), pos[ra.factor][ra.level]);
     B.CreateStore(B.CreateAdd(pb, lane_b), pos[rb.factor][rb.level]);
     B.CreateStore(v, idx[lp.index]);
     locate(lp, v);
     body_of(k);
-    m->addIncoming(B.CreateAnd(m, B.CreateSub(m, B.getInt64(1))), B.GetInsertBlock());
+    BasicBlock* body_end = B.GetInsertBlock();
+    m->addIncoming(B.CreateAnd(m, B.CreateSub(m, B.getInt64(1))), body_end);
+    if (mb) mb->addIncoming(B.CreateAnd(mb, B.CreateSub(mb, B.getInt64(1))), body_end);
     B.CreateBr(mhead);
     B.SetInsertPoint(advance);
-    Value* na = B.CreateSelect(B.CreateICmpSLE(last_a, last_b), B.CreateAdd(pa, B.getInt64(W)), pa);
-    Value* nb = B.CreateSelect(B.CreateICmpSLE(last_b, last_a), B.CreateAdd(pb, B.getInt64(W)), pb);
+    Value* na = B.CreateSelect(B.CreateICmpSLE(last_a, last_b), B.CreateAdd(pa, cnt_a), pa);
+    Value* nb = B.CreateSelect(B.CreateICmpSLE(last_b, last_a), B.CreateAdd(pb, cnt_b), pb);
     pa->addIncoming(na, advance);
     pb->addIncoming(nb, advance);
     B.CreateBr(head);
@@ -609,6 +684,7 @@ class NestCodegen {
   Module& M;
   IRBuilder<> B;
   const EinsumKernelSpec& spec;
+  const SimdLane lane;
   const LoopNest& nest;
   const einsum::Term& term;
   const einsum::Expression& e;
@@ -753,7 +829,7 @@ Jit& jit() {
 }
 
 std::string key_text(const EinsumKernelSpec& s, const Jit& j) {
-  return cat("einsum v2|", s.expr->canonical(), "|", s.nest->signature(*s.expr, *s.term), "|index=", to_string(s.index_type),
+  return cat("einsum v3|lane=", choose_lane(s, j.features).text(), "|", s.expr->canonical(), "|", s.nest->signature(*s.expr, *s.term), "|index=", to_string(s.index_type),
              "|value=", to_string(s.value_type), "|semiring=", to_string(s.semiring), "|scalar=", s.scalar_only,
              "|cpu=", j.cpu, "|features=", j.features);
 }
@@ -796,7 +872,7 @@ EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::P
     mod->setDataLayout(j.lljit->getDataLayout());
     mod->setTargetTriple(j.lljit->getTargetTriple().str());
     const std::string fname = "sj_einsum_kernel";
-    NestCodegen gen(*ctx, *mod, spec);
+    NestCodegen gen(*ctx, *mod, spec, choose_lane(spec, j.features));
     Function* f = gen.run(fname);
     f->addFnAttr("target-cpu", spec.scalar_only ? "x86-64" : j.cpu);
     f->addFnAttr("target-features", spec.scalar_only ? "" : j.features);

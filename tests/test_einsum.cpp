@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "cache/persistent_store.hpp"
 #include "kernels/einsum_reference.hpp"
@@ -330,6 +332,66 @@ TEST(EinsumEndToEnd, SplyceKernels) {
     EXPECT_TRUE(same_result(r.got, r.want));
     EXPECT_EQ(order_text(r.plan->expression(), r.plan->terms()[0].candidates[r.plan->terms()[0].chosen].order), "i,j,r,k");
   }
+}
+
+// The SIMD fast lane of two-way intersections (jit/llvm_backend.cpp): blocks of W coordinates,
+// the last one partial (masked, padded with values that match nothing). Every pair of segment
+// lengths around the block widths, both index types, coordinates up to the int32 limit, with
+// every lane this CPU can run (SPARSEJIT_EINSUM_LANE; one it cannot run gives the default).
+TEST(EinsumEndToEnd, SimdLaneBlocksPartialBlocksAndTheInt32Limit) {
+  const char* saved = std::getenv("SPARSEJIT_EINSUM_LANE");
+  const std::string saved_text = saved ? saved : "";
+  const int64_t lens[] = {0, 1, 3, 7, 8, 9, 15, 16, 17, 33, 100};
+  const int64_t dim = INT32_MAX;  // coordinates up to INT32_MAX - 1
+  int checked = 0;
+  for (const char* lane : {"", "off", "w4b", "w8b", "w16b", "w4n", "w8n", "w16n"}) {
+    ::setenv("SPARSEJIT_EINSUM_LANE", lane, 1);
+    for (IndexType it : {IndexType::I32, IndexType::I64}) {
+      std::vector<std::unique_ptr<EinsumPlan>> keep;  // keeps each kernel compiled once per lane
+      Rng rng(static_cast<uint64_t>(std::strlen(lane)) * 31 + (it == IndexType::I64));
+      for (int64_t na : lens)
+        for (int64_t nb : lens) {
+          // a's coordinates: a cluster near the top of the range and a few low ones; b takes
+          // about half of a's and its own in between, so matches land in every block position
+          std::set<int64_t> ca, cb;
+          while (static_cast<int64_t>(ca.size()) < na)
+            ca.insert(rng.bernoulli(0.2) ? rng.uniform_int(0, 50) : dim - 1 - rng.uniform_int(0, 400));
+          for (int64_t c : ca)
+            if (rng.bernoulli(0.5) && static_cast<int64_t>(cb.size()) < nb) cb.insert(c);
+          while (static_cast<int64_t>(cb.size()) < nb)
+            cb.insert(rng.bernoulli(0.2) ? rng.uniform_int(0, 50) : dim - 1 - rng.uniform_int(0, 400));
+          auto vec = [&](const std::set<int64_t>& cs) {
+            CooTensor coo;
+            coo.order = 1;
+            coo.dims[0] = dim;
+            for (int64_t c : cs) {
+              coo.coords[0].push_back(c);
+              coo.values.push_back(static_cast<double>(rng.uniform_int(1, 8)) * 0.25);
+            }
+            return from_coo(coo, fmt(SJ_FORMAT_SPARSE_VECTOR, 1), it, ValueType::F64, test_ctx().allocator);
+          };
+          std::vector<Tensor> ops = {vec(ca), vec(cb)};
+          for (const char* expr : {"s = x(i) * y(i)", "z(i) = x(i) * y(i)"}) {
+            std::optional<std::string> out;
+            if (expr[0] == 'z') out = "sparse-vector";
+            sj_op_options o;
+            sj_op_options_init(&o);
+            auto plan = std::make_unique<EinsumPlan>(test_ctx(), expr, ops, std::vector<std::optional<std::string>>{}, out, o);
+            ASSERT_TRUE(plan->terms()[0].kernel) << plan->terms()[0].jit_error;
+            Tensor got = plan->execute(ops);
+            o.schedule = SJ_SCHEDULE_REFERENCE;
+            Tensor want = EinsumPlan(test_ctx(), expr, ops, {}, out, o).execute(ops);
+            ASSERT_TRUE(same_result(got, want, 0)) << "lane '" << lane << "' " << to_string(it) << " " << expr << " na "
+                                                   << na << " nb " << nb;
+            if (keep.size() < 2) keep.push_back(std::move(plan));
+            ++checked;
+          }
+        }
+    }
+  }
+  if (saved) ::setenv("SPARSEJIT_EINSUM_LANE", saved_text.c_str(), 1);
+  else ::unsetenv("SPARSEJIT_EINSUM_LANE");
+  EXPECT_EQ(checked, 8 * 2 * 11 * 11 * 2);
 }
 
 TEST(EinsumEndToEnd, SparseConflictsCaseStudies) {
