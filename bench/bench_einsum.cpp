@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/coiter_drivers.hpp"
 #include "src/context.hpp"
 #include "src/convert.hpp"
 #include "src/derived_forms.hpp"
@@ -56,6 +57,20 @@ Timing time_plan(EinsumPlan& plan, const std::vector<Tensor>& ops, double budget
   std::sort(times.begin(), times.end());
   t.median = times[times.size() / 2];
   return t;
+}
+
+// Median of f() calls, as time_plan.
+template <class F> double time_call(F&& f, double budget_ms = 300, int max_runs = 31) {
+  f();
+  std::vector<double> times;
+  double start = now_ms();
+  while (static_cast<int>(times.size()) < max_runs && (times.size() < 3 || now_ms() - start < budget_ms)) {
+    double a = now_ms();
+    f();
+    times.push_back(now_ms() - a);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 std::filesystem::path data_dir() {
@@ -215,6 +230,7 @@ void splyce(const Context& ctx, bool quick) {
                 "dense", {"i", "j", "r", "k"}, "B dcc 5%, C CSC 10%"});
   double g = 0;
   int cnt = 0;
+  std::vector<double> asmjit_vs_ir;
   for (auto& k : ks) {
     EinsumTuning simd, scalar;
     simd.loop_order = scalar.loop_order = k.order;
@@ -227,8 +243,33 @@ void splyce(const Context& ctx, bool quick) {
     ++cnt;
     std::printf("%-40s %-26s %10.4f %10.4f %8.2f\n", (std::string(k.name) + ": " + k.expr).c_str(), k.setup.c_str(),
                 ta.median, tb.median, sp);
+    // The same product through the asmjit coiteration kernels and their drivers (the drop-in
+    // inner-product schedule, per-pair tiers): is the IR lane or the asmjit kernel faster?
+    const std::string name = k.name;
+    if (name == "SpGEMM" || name == "SpMSpV") {
+      const Tensor& A = k.ops[0];
+      const Tensor& X = k.ops[1];
+      const double mean_a = static_cast<double>(A.nnz()) / static_cast<double>(std::max<int64_t>(1, A.dims[0]));
+      const double mean_b = name == "SpMSpV" ? static_cast<double>(X.nnz())
+                                             : static_cast<double>(X.nnz()) / static_cast<double>(std::max<int64_t>(1, X.dims[1]));
+      const sj_op_options o = opts(SJ_SCHEDULE_AUTO);
+      const kernels::CoiterConfig cfg = kernels::resolve_coiter(
+          kernels::coiter_config(o, A.index_type, A.value_type, mean_a, mean_b), A.index_type, A.value_type, SJ_SEMIRING_PLUS_TIMES);
+      const double tj = time_call([&] {
+        if (name == "SpGEMM") kernels::coiter_spgemm(A, X, SJ_SEMIRING_PLUS_TIMES, cfg, true, ctx.allocator);
+        else kernels::coiter_spmspv(A, X, SJ_SEMIRING_PLUS_TIMES, cfg, true, ctx.allocator);
+      });
+      asmjit_vs_ir.push_back(tj / ta.median);
+      std::printf("  %-38s %-26s %10.4f %10s %8.2f  (asmjit time / IR lane time)\n", "asmjit kernels + drivers",
+                  kernels::describe(cfg).c_str(), tj, "", tj / ta.median);
+    }
   }
   std::printf("geomean speedup of the SIMD build: %.2fx (target >= 2.5x)\n", std::exp(g / cnt));
+  double ga = 0;
+  for (double r : asmjit_vs_ir) ga += std::log(r);
+  if (!asmjit_vs_ir.empty())
+    std::printf("asmjit kernels + drivers vs the IR lane on the same products: %.2fx the IR lane's time (geomean)\n",
+                std::exp(ga / static_cast<double>(asmjit_vs_ir.size())));
 }
 
 void compile_times(bool quick) {

@@ -8,6 +8,7 @@
 
 #include "cache/kernel_key.hpp"
 #include "cache/persistent_store.hpp"
+#include "jit/isa.hpp"
 #include "kernels/einsum_output.hpp"
 #include "src/error.hpp"
 
@@ -59,7 +60,7 @@ struct SimdLane {
 
 // From the target features: AVX-512 with VP2INTERSECT: one zmm register per block (16 i32 /
 // 8 i64 coordinates) and the native compare; AVX-512 or AVX2 without it: 8 i32 / 4 i64
-// coordinates and broadcast compares; no AVX2: no lane. SPARSEJIT_EINSUM_LANE (w4|w8|w16,
+// coordinates and broadcast compares; no AVX2 (or SPARSEJIT_ISA=scalar): no lane. SPARSEJIT_EINSUM_LANE (w4|w8|w16,
 // suffix n or b, or off) overrides it, for ablation; an override the CPU cannot run is ignored.
 SimdLane choose_lane(const EinsumKernelSpec& spec, const std::string& features) {
   SimdLane l;
@@ -67,9 +68,10 @@ SimdLane choose_lane(const EinsumKernelSpec& spec, const std::string& features) 
   const std::string list = "," + features + ",";
   auto has = [&](const char* f) { return list.find(cat(",+", f, ",")) != std::string::npos; };
   const bool i64c = spec.index_type == IndexType::I64;
-  const bool avx512 = has("avx512f") && has("avx512vl");
+  const sj_isa cap = default_isa();  // SPARSEJIT_ISA caps the lane as it caps the asmjit kernels
+  const bool avx512 = cap == SJ_ISA_AVX512 && has("avx512f") && has("avx512vl");
   const bool vp2i = avx512 && has("avx512vp2intersect");
-  if (!has("avx2")) return l;
+  if (cap == SJ_ISA_SCALAR || !has("avx2")) return l;
   l.width = vp2i ? (i64c ? 8 : 16) : (i64c ? 4 : 8);
   l.native = vp2i;
   if (const char* env = std::getenv("SPARSEJIT_EINSUM_LANE")) {

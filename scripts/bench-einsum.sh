@@ -2,7 +2,7 @@
 # Builds and runs bench_einsum (index-notation kernels, issue 5) and prints its tables:
 # fused vs transpose-then-compute vs auto on ../shared/data, the Splyce kernels SIMD vs
 # scalar-only, and LLVM compile time cold / from the disk cache.
-#   scripts/bench-einsum.sh [BUILD_DIR] [--quick]
+#   scripts/bench-einsum.sh [BUILD_DIR] [--quick] [--only compile|cases|splyce]
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-"$here/build-bench"}
