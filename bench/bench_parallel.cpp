@@ -9,7 +9,8 @@
 // the shared machine hits all alike), one warm-up, median of >= 7 rounds. The load average is
 // printed before and after: numbers taken under load are noisy, and say so.
 //
-// Options: --quick (smaller inputs), --rounds N.
+// Options: --quick (smaller inputs), --rounds N, --only TEXT (only the operations whose name
+// contains TEXT, and no skewed-input table unless TEXT is "skewed").
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -241,6 +242,9 @@ void print(const std::vector<Row>& rows) {
                 r.grb1, r.grb2, r.grb1 / r.grb2, r.ours2 / r.grb2);
 }
 
+std::string g_only;  // --only: a substring of the operation names to run
+bool selected(const std::string& op) { return g_only.empty() || op.find(g_only) != std::string::npos; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -248,6 +252,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) g_rounds = std::max(3, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
   }
   std::printf("bench_parallel: load average before: %s\n", loadavg().c_str());
 #ifdef SJ_BENCH_HAVE_GRAPHBLAS
@@ -346,6 +351,7 @@ int main(int argc, char** argv) {
   opsv.push_back({"ewise A+B^T", np, SJ_OP_EWISE_ADD, {hp, hp}, 1, GRB(ewise(gp, gp, true, true))});
 
   for (auto& o : opsv) {
+    if (!selected(o.op)) continue;
     Row r{o.op, o.input, ""};
     std::vector<std::function<void()>> sys{ours.plan(o.code, o.ops, 1, o.transpose_b, &r.schedule),
                                            ours.plan(o.code, o.ops, 2, o.transpose_b, nullptr)};
@@ -380,6 +386,7 @@ int main(int argc, char** argv) {
   einv.push_back({"einsum Z(i,j)=A(i,j)*B(i,j)", nb, "Z(i,j) = A(i,j) * B(i,j)", {hb, hb2}, "csr",
                   GRB(ewise(gb, gb2, false, false))});
   for (auto& o : einv) {
+    if (!selected(o.op)) continue;
     Row r{o.op, o.input, ""};
     std::vector<std::function<void()>> sys{ours.einsum(o.expr, o.ops, o.out_format, 1, &r.schedule),
                                            ours.einsum(o.expr, o.ops, o.out_format, 2, nullptr)};
@@ -402,6 +409,7 @@ int main(int argc, char** argv) {
   print(rows);
 
   // Static vs dynamic on the skewed input (heavy rows first): SpGEMM A*A, 2 threads.
+  if (!g_only.empty() && g_only != "skewed") return 0;
   auto& tune = sj::parallel_tuning();
   std::string sched;
   auto one = ours.plan(SJ_OP_SPGEMM, {hs, hs}, 1, 0, &sched);
