@@ -89,6 +89,7 @@ SJ_API sj_status sj_plan_create(sj_context* ctx, sj_op op, const sj_tensor* cons
   return guarded([&] {
     require(out, "out");
     OpRequest req = capi::make_request(ctx, op, operands, n, options);
+    req.repeated = true;
     auto plan = std::make_unique<sj_plan>();
     plan->ctx = ctx;
     plan->plan = std::make_unique<Plan>(*ctx->impl, std::move(req));

@@ -8,8 +8,9 @@
 //                                conv = Ct*(nB + rows + cols) when B^T must be built (it is
 //                                not built before a schedule needs it: src/operation.hpp),
 //                                1/20 of that once B's handle has served such a call before
-//                                (the B^T is kept on the handle and pays back over later
-//                                calls), 0 when kept already or B is given as CSC.
+//                                or for an explicit plan (sj_plan_create: executed many
+//                                times; the B^T is kept on the handle and pays back over
+//                                later calls), 0 when kept already or B is given as CSC.
 //   search     (mult, transpose_b), per input the cheaper of
 //       binary   = K + Cr*r + nA*(Cs0 + Cs1*lg(LB))
 //       gallop   = K + Cr*r + Cf*r + nA*(Cs0 + Cs2*lg(LB/max(1, LA)))   per-row fingers of B
@@ -76,8 +77,9 @@ double transpose_cost(const PlanInputs& in, std::string* note) {
   }
   const MatrixStats& bt = in.stats[1];
   const double full = Ct * (static_cast<double>(bt.nnz) + bt.rows + bt.cols);
-  const bool reused = transposed_uses(b, false) > 0;
-  *note += reused ? "; builds B^T and keeps it (repeated operand: amortised)" : "; builds B^T";
+  const bool reused = in.req.repeated || transposed_uses(b, false) > 0;
+  *note += reused ? cat("; builds B^T and keeps it (", in.req.repeated ? "a plan" : "repeated operand", ": amortised)")
+                  : "; builds B^T";
   return reused ? full / 20 : full;
 }
 

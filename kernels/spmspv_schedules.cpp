@@ -158,9 +158,10 @@ class Push final : public SpmspvSchedule {
     } else if (has_form(a, src.key)) {
       note += "; CSC copy cached on the handle";
     } else {
-      const bool reused = uses_of(a, false) > 0;
+      const bool reused = in.req.repeated || uses_of(a, false) > 0;
       conv = (Cc * f.nnz + Cr * (f.m + f.n)) * (reused ? 0.05 : 1.0);
-      note += reused ? "; builds the CSC copy (repeated operand: amortised)" : "; builds a CSC copy";
+      note += reused ? cat("; builds the CSC copy (", in.req.repeated ? "a plan" : "repeated operand", ": amortised)")
+                     : "; builds a CSC copy";
     }
     return Costing::yes(K + Cx * f.nx + Cp * f.flops + out + conv, note);
   }

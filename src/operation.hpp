@@ -13,6 +13,10 @@ struct OpRequest {
   sj_op op = SJ_OP_SPGEMM;
   std::vector<Tensor> operands;  // cheap copies: buffers are shared
   sj_op_options options{};
+  // An explicit plan (sj_plan_create): the caller means to execute it many times, so a
+  // conversion that is kept on an operand's handle (B^T, a CSC copy) is costed amortised from
+  // the start, as drop-in calls do once an operand repeats.
+  bool repeated = false;
 };
 
 // Defaults of sj_op_options (what sj_op_options_init writes).
