@@ -1,7 +1,9 @@
 // Index-notation kernels (issue 5): one table per question, medians of repeated executions.
 //   1. SparseConflicts case studies on the real matrices / tensors in ../shared/data: the fused
 //      search-based schedule vs transpose-then-compute (conversion kept with the operand, so
-//      its steady state; the first call's conversion is shown apart) vs the planner's choice.
+//      its steady state; the first call's conversion is shown apart) vs the planner's choice;
+//      for the two matrix expressions also SuiteSparse:GraphBLAS (one thread) as an outside
+//      baseline when it is found at build time, its result checked against ours.
 //   2. The five Splyce kernels on synthetic inputs: the LLVM build for this CPU vs a
 //      scalar-only build of the same loop nest (no vectoriser, baseline x86-64).
 //   3. LLVM compile time per kernel: cold (nothing cached) and from the on-disk cache.
@@ -12,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,12 @@
 #include "src/einsum_planner.hpp"
 #include "src/error.hpp"
 #include "src/tensor_file.hpp"
+
+#ifdef SJ_BENCH_HAVE_GRAPHBLAS
+extern "C" {
+#include <GraphBLAS.h>
+}
+#endif
 
 using namespace sj;
 using namespace sj::einsum;
@@ -126,10 +135,114 @@ Tensor synthetic(const Context& ctx, std::vector<int64_t> dims, double density, 
   return with_forms(from_coo(coo, spec, IndexType::I32, ValueType::F64, ctx.allocator));
 }
 
+#ifdef SJ_BENCH_HAVE_GRAPHBLAS
+void grb(GrB_Info info, const char* what) {
+  if (info != GrB_SUCCESS) throw std::runtime_error(std::string("GraphBLAS ") + what + " failed: " + std::to_string(info));
+}
+
+// A 2-D tensor (any format, index and value type) as a row-major FP64 GrB_Matrix.
+GrB_Matrix grb_matrix(const Tensor& t) {
+  CooTensor coo = to_coo(t);
+  std::vector<GrB_Index> I(coo.coords[0].begin(), coo.coords[0].end()), J(coo.coords[1].begin(), coo.coords[1].end());
+  GrB_Matrix g;
+  grb(GrB_Matrix_new(&g, GrB_FP64, t.dims[0], t.dims[1]), "new");
+  grb(GxB_Matrix_Option_set_INT32(g, GxB_FORMAT, GxB_BY_ROW), "by row");
+  grb(GrB_Matrix_build_FP64(g, I.data(), J.data(), coo.values.data(), coo.nnz(), GrB_PLUS_FP64), "build");
+  grb(GrB_Matrix_wait(g, GrB_MATERIALIZE), "wait");
+  return g;
+}
+
+// A(i,j) = B(i,j) * C(j,i): B .* C' (the transpose is the descriptor's, not a copy).
+GrB_Matrix grb_hadamard_t(GrB_Matrix B, GrB_Matrix C) {
+  GrB_Index m, n;
+  GrB_Matrix_nrows(&m, B);
+  GrB_Matrix_ncols(&n, B);
+  GrB_Matrix A;
+  grb(GrB_Matrix_new(&A, GrB_FP64, m, n), "new");
+  grb(GrB_Matrix_eWiseMult_BinaryOp(A, nullptr, nullptr, GrB_TIMES_FP64, B, C, GrB_DESC_T1), "eWiseMult");
+  grb(GrB_Matrix_wait(A, GrB_MATERIALIZE), "wait");
+  return A;
+}
+
+// a(i) = B(i,j) * C(j,i): the row sums of B .* C', O(nnz) (diag(B*C) through an mxm masked by
+// the identity computes the same dots but needs a diagonal mask and a matrix result).
+GrB_Vector grb_batched_dot(GrB_Matrix B, GrB_Matrix C) {
+  GrB_Matrix T = grb_hadamard_t(B, C);
+  GrB_Index m;
+  GrB_Matrix_nrows(&m, B);
+  GrB_Vector a;
+  grb(GrB_Vector_new(&a, GrB_FP64, m), "new");
+  grb(GrB_Matrix_reduce_Monoid(a, nullptr, nullptr, GrB_PLUS_MONOID_FP64, T, nullptr), "reduce");
+  grb(GrB_Vector_wait(a, GrB_MATERIALIZE), "wait");
+  GrB_Matrix_free(&T);
+  return a;
+}
+
+// Entries (linear coordinate, value) sorted by coordinate.
+using Entries = std::vector<std::pair<int64_t, double>>;
+Entries entries_of(const Tensor& t) {
+  CooTensor coo = to_coo(t);
+  Entries e;
+  for (int64_t k = 0; k < coo.nnz(); ++k)
+    e.emplace_back(coo.coords[0][k] * (t.order == 2 ? t.dims[1] : 1) + (t.order == 2 ? coo.coords[1][k] : 0), coo.values[k]);
+  std::sort(e.begin(), e.end());
+  return e;
+}
+Entries take_entries(GrB_Matrix g) {  // frees g
+  GrB_Index nv, n;
+  GrB_Matrix_nvals(&nv, g);
+  GrB_Matrix_ncols(&n, g);
+  std::vector<GrB_Index> I(nv), J(nv);
+  std::vector<double> X(nv);
+  grb(GrB_Matrix_extractTuples_FP64(I.data(), J.data(), X.data(), &nv, g), "extractTuples");
+  Entries e;
+  for (GrB_Index k = 0; k < nv; ++k) e.emplace_back(static_cast<int64_t>(I[k] * n + J[k]), X[k]);
+  GrB_Matrix_free(&g);
+  std::sort(e.begin(), e.end());
+  return e;
+}
+Entries take_entries(GrB_Vector g) {  // frees g
+  GrB_Index nv;
+  GrB_Vector_nvals(&nv, g);
+  std::vector<GrB_Index> I(nv);
+  std::vector<double> X(nv);
+  grb(GrB_Vector_extractTuples_FP64(I.data(), X.data(), &nv, g), "extractTuples");
+  Entries e;
+  for (GrB_Index k = 0; k < nv; ++k) e.emplace_back(static_cast<int64_t>(I[k]), X[k]);
+  GrB_Vector_free(&g);
+  std::sort(e.begin(), e.end());
+  return e;
+}
+
+// Same coordinates, values within a relative 1e-9; otherwise prints a MISMATCH line.
+bool same_entries(const Entries& ours, const Entries& theirs, const char* expr, const std::string& input) {
+  size_t bad = ours.size() == theirs.size() ? 0 : 1;
+  for (size_t k = 0; bad == 0 && k < ours.size(); ++k) {
+    auto [c, v] = ours[k];
+    auto [d, w] = theirs[k];
+    if (c != d || std::abs(v - w) > 1e-9 * std::max(std::abs(v), std::abs(w))) bad = k + 1;
+  }
+  if (bad == 0) return true;
+  std::printf("MISMATCH %s on %s: ours %zu entries, GraphBLAS %zu", expr, input.c_str(), ours.size(), theirs.size());
+  if (ours.size() == theirs.size())
+    std::printf(", first difference at entry %zu: (%lld, %.17g) vs (%lld, %.17g)", bad - 1,
+                static_cast<long long>(ours[bad - 1].first), ours[bad - 1].second,
+                static_cast<long long>(theirs[bad - 1].first), theirs[bad - 1].second);
+  std::printf("\n");
+  return false;
+}
+#endif
+
 void case_studies(const Context& ctx, bool quick) {
   std::printf("\n== SparseConflicts case studies: fused (search) vs transpose-then-compute vs auto (median ms)\n");
-  std::printf("%-34s %-16s %9s %10s %10s %11s %-10s %7s\n", "expression", "input", "nnz", "fused", "transpose",
+  std::printf("%-34s %-16s %9s %10s %10s %11s %-10s %7s", "expression", "input", "nnz", "fused", "transpose",
               "(1st call)", "auto", "auto/best");
+#ifdef SJ_BENCH_HAVE_GRAPHBLAS
+  std::printf(" %10s %8s", "GrB", "GrB/auto");  // GraphBLAS, one thread; the same median CPU time
+  std::vector<double> grb_ratios[2];
+  int mismatches = 0;
+#endif
+  std::printf("\n");
   std::vector<std::string> names = {"bcsstk13", "bcsstk16", "ca-GrQc", "Erdos971", "add32", "rajat19", "luxembourg",
                                     "dwt_1242", "watt_2", "cage8", "bayer10", "tomography"};
   if (quick) names.resize(4);
@@ -141,7 +254,11 @@ void case_studies(const Context& ctx, bool quick) {
     if (!std::filesystem::exists(path)) continue;
     Tensor m = with_forms(read_tensor_file(path.string(), ctx.allocator));
     if (m.dims[0] != m.dims[1]) continue;
-    for (const char* e : exprs) {
+#ifdef SJ_BENCH_HAVE_GRAPHBLAS
+    GrB_Matrix G = grb_matrix(m);  // B and C are both m; C(j,i) is the descriptor's transpose
+#endif
+    for (int x = 0; x < 2; ++x) {
+      const char* e = exprs[x];
       std::vector<Tensor> ops{m, m};
       std::optional<std::string> out = std::string(e)[0] == 'A' ? std::optional<std::string>("csr") : std::nullopt;
       EinsumPlan fused(ctx, e, ops, {}, out, opts(SJ_SCHEDULE_SEARCH));
@@ -158,9 +275,22 @@ void case_studies(const Context& ctx, bool quick) {
       double r = ta.median / best;
       ratios.push_back(r);
       worst = std::max(worst, r);
-      std::printf("%-34s %-16s %9lld %10.4f %10.4f %11.4f %-10s %7.2f\n", e, n.c_str(), static_cast<long long>(m.nnz()),
+      std::printf("%-34s %-16s %9lld %10.4f %10.4f %11.4f %-10s %7.2f", e, n.c_str(), static_cast<long long>(m.nnz()),
                   tf.median, tt.median, tt.first, chosen_name(au).c_str(), r);
+#ifdef SJ_BENCH_HAVE_GRAPHBLAS
+      double tg = x == 0 ? time_call([&] { GrB_Matrix A = grb_hadamard_t(G, G); GrB_Matrix_free(&A); })
+                         : time_call([&] { GrB_Vector a = grb_batched_dot(G, G); GrB_Vector_free(&a); });
+      grb_ratios[x].push_back(tg / ta.median);
+      std::printf(" %10.4f %8.2f\n", tg, tg / ta.median);
+      Entries theirs = x == 0 ? take_entries(grb_hadamard_t(G, G)) : take_entries(grb_batched_dot(G, G));
+      if (!same_entries(entries_of(au.execute(ops2)), theirs, e, n)) ++mismatches;
+#else
+      std::printf("\n");
+#endif
     }
+#ifdef SJ_BENCH_HAVE_GRAPHBLAS
+    GrB_Matrix_free(&G);
+#endif
   }
   // the 3-D contraction on CSF tensors
   for (auto& n : {"nations", "kinships"}) {
@@ -190,6 +320,16 @@ void case_studies(const Context& ctx, bool quick) {
   for (double r : ratios) g += std::log(r);
   if (!ratios.empty())
     std::printf("auto vs the better alternative: geomean %.3f, worst %.3f (target <= 1.15)\n", std::exp(g / ratios.size()), worst);
+#ifdef SJ_BENCH_HAVE_GRAPHBLAS
+  for (int x = 0; x < 2; ++x) {
+    double lg = 0;
+    for (double r : grb_ratios[x]) lg += std::log(r);
+    if (!grb_ratios[x].empty())
+      std::printf("GrB/auto %-26s geomean %.3f over %zu matrices (> 1: ours faster)\n", exprs[x],
+                  std::exp(lg / grb_ratios[x].size()), grb_ratios[x].size());
+  }
+  std::printf("GraphBLAS results checked against ours: %d mismatch(es)\n", mismatches);
+#endif
 }
 
 void splyce(const Context& ctx, bool quick) {
@@ -349,10 +489,17 @@ int main(int argc, char** argv) {
     sj_config_init(&c);
     c.disable_disk_cache = 1;
     Context ctx(c);
+#ifdef SJ_BENCH_HAVE_GRAPHBLAS
+    grb(GrB_init(GrB_NONBLOCKING), "init");
+    grb(GxB_Global_Option_set_INT32(GxB_GLOBAL_NTHREADS, 1), "one thread");  // as our kernels: the calling thread
+#endif
     if (only.empty() || only == "compile") compile_times(quick);
     if (only.empty() || only == "cases") case_studies(ctx, quick);
     if (only.empty() || only == "splyce") splyce(ctx, quick);
-  } catch (const Error& e) {
+#ifdef SJ_BENCH_HAVE_GRAPHBLAS
+    GrB_finalize();
+#endif
+  } catch (const std::exception& e) {  // sj::Error, or a GraphBLAS failure
     std::fprintf(stderr, "bench_einsum: %s\n", e.what());
     return 1;
   }
