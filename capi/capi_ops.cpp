@@ -32,6 +32,7 @@ OpRequest make_request(sj_context* ctx, sj_op op, const sj_tensor* const* operan
   OpRequest r;
   r.op = op;
   r.options = read_options(options);
+  r.operands.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     if (!operands[i]) fail(SJ_ERR_NULL_POINTER, "operand ", i, " is NULL");
     r.operands.push_back(operands[i]->t);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "src/buffer.hpp"
 #include "src/types.hpp"
 
@@ -30,7 +31,9 @@ struct Tensor {
   int order = 0;
   std::array<int64_t, kMaxOrder> dims{};        // logical dimension of each mode
   std::array<int, kMaxOrder> mode_order{0, 1, 2, 3};  // level l stores mode mode_order[l]
-  std::vector<Level> levels;                    // one per level, outermost first
+  // One per level, outermost first; stored inline (at most kMaxOrder), so that copying a
+  // tensor, which every call does with its operands, allocates nothing.
+  absl::InlinedVector<Level, kMaxOrder> levels;
   IndexType index_type = IndexType::I32;
   ValueType value_type = ValueType::F64;
   Buffer values;
