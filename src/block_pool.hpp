@@ -59,6 +59,9 @@ class BlockPool {
   };
 
  private:
+  // Blocks under kMinBlock: malloc'd with room to align, never kept.
+  static void* small_allocate(size_t block, size_t align);
+  static void small_free(void* p);
   struct Kept {
     void* p;
     size_t bytes;
