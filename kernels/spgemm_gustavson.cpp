@@ -3,11 +3,16 @@
 #include "kernels/spgemm_gustavson.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "src/dispatch.hpp"
 #include "src/error.hpp"
@@ -18,19 +23,29 @@ namespace sj {
 // Two builds of the same kernels; the BMI/AVX2 one (no FMA: it would change the rounding of
 // a*b+c, and results must match the reference bit for bit) is chosen at run time when the
 // CPU has it.
+// SJ_SPGEMM_AVX2 selects the AVX2 paths of the impl (GCC only: clang does not apply the
+// target pragma to the intrinsics it inlines).
+#define SJ_SPGEMM_AVX2 0
 namespace spgemm_generic {
 namespace {
 #include "kernels/spgemm_gustavson_impl.hpp"
 }  // namespace
 }  // namespace spgemm_generic
+#undef SJ_SPGEMM_AVX2
 
 #pragma GCC push_options
 #pragma GCC target("popcnt,bmi,bmi2,lzcnt,avx2")
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define SJ_SPGEMM_AVX2 1
+#else
+#define SJ_SPGEMM_AVX2 0
+#endif
 namespace spgemm_bmi {
 namespace {
 #include "kernels/spgemm_gustavson_impl.hpp"
 }  // namespace
 }  // namespace spgemm_bmi
+#undef SJ_SPGEMM_AVX2
 #pragma GCC pop_options
 
 namespace {

@@ -162,25 +162,21 @@ BitmapScratch& bitmap_scratch() {
 // decode below writes candidates for empty words that it then does not count).
 inline int ctz_any(uint64_t x) { return __builtin_ctzll(x | (uint64_t(1) << 63)); }
 
-// Room past the last entry that order_row may scribble on (see below).
-constexpr int64_t kRowSlack = 4;
+// Room past the last entry that order_row and scan_marks may scribble on (see below).
+constexpr int64_t kRowSlack = 8;
 
-// Puts the n distinct columns oc[0..n) in increasing order and calls emit(t, j) for each
-// position t with its column j (oc[t] == j afterwards). `bits` is all clear before and after,
-// or null (wide products: no bitmap of the columns; comparison sorts only).
+// Puts the n distinct columns oc[0..n), all within [lo, hi] (lo and hi among them), in
+// increasing order and calls emit(t, j) for each position t with its column j (oc[t] == j
+// afterwards). `bits` is all clear before and after, or null (wide products: no bitmap of the
+// columns; comparison sorts only).
 // The bitmap decode is branch-free for words of up to four set bits: it always writes four
 // candidates (so oc needs kRowSlack entries of room past n) and advances by the popcount.
 template <class I, class Emit>
-inline void order_row(I* __restrict oc, int64_t n, uint64_t* __restrict bits, Emit&& emit) {
+inline void order_row(I* __restrict oc, int64_t n, I lo, I hi, uint64_t* __restrict bits, Emit&& emit) {
   if (n <= kInsertionMax) {
     insertion_sort(oc, n);
     for (int64_t t = 0; t < n; ++t) emit(t, oc[t]);
     return;
-  }
-  I lo = oc[0], hi = oc[0];
-  for (int64_t t = 1; t < n; ++t) {
-    lo = std::min(lo, oc[t]);
-    hi = std::max(hi, oc[t]);
   }
   const int64_t words = (static_cast<int64_t>(hi) >> 6) - (static_cast<int64_t>(lo) >> 6) + 1;
   if (n <= kRankSortMax && words > 2 * n) {
@@ -219,6 +215,65 @@ inline void order_row(I* __restrict oc, int64_t n, uint64_t* __restrict bits, Em
   }
   std::sort(oc, oc + n);
   for (int64_t t = 0; t < n; ++t) emit(t, oc[t]);
+}
+
+// The dense accumulator's marks already tell which columns a row touched (marks[j] == the
+// row's stamp): a row whose columns are not too sparse within [lo, hi] is put in order by
+// reading the marks over that span, with no sort and no bitmap (the bitmap's read-modify-
+// write of one word per entry is a chain of store-forwarding stalls on dense rows). Cost ~
+// span * kScanPerColumn against ~ n for setting the bitmap alone.
+#if SJ_SPGEMM_AVX2
+constexpr int64_t kScanSpanPerEntry = 8;  // AVX2: eight marks per compare, table decode
+
+// kCompress[m]: the positions of the set bits of the byte m, in increasing order, one per byte.
+constexpr std::array<uint64_t, 256> make_compress_table() {
+  std::array<uint64_t, 256> t{};
+  for (int m = 0; m < 256; ++m) {
+    uint64_t v = 0;
+    int k = 0;
+    for (int b = 0; b < 8; ++b)
+      if (m & (1 << b)) v |= uint64_t(b) << (8 * k++);
+    t[static_cast<size_t>(m)] = v;
+  }
+  return t;
+}
+inline constexpr std::array<uint64_t, 256> kCompress = make_compress_table();
+#else
+constexpr int64_t kScanSpanPerEntry = 2;  // one compare per column
+#endif
+
+inline bool scan_is_cheaper(int64_t n, int64_t lo, int64_t hi) { return hi - lo + 1 <= kScanSpanPerEntry * n; }
+
+// Writes the columns j in [lo, hi] with marks[j] == st to oc in increasing order (lo and hi
+// are among them); returns their count. The vector decode writes eight candidates per eight
+// columns (kRowSlack entries of room past the count).
+template <class I> inline int64_t scan_marks(const uint32_t* __restrict marks, uint32_t st, int64_t lo, int64_t hi,
+                                            I* __restrict oc) {
+  int64_t m = 0, j = lo;
+#if SJ_SPGEMM_AVX2
+  const __m256i stv = _mm256_set1_epi32(static_cast<int>(st));
+  for (; j + 8 <= hi + 1; j += 8) {
+    const __m256i mk = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(marks + j));
+    const unsigned bm =
+        static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(mk, stv))));
+    const __m128i pos = _mm_cvtsi64_si128(static_cast<long long>(kCompress[bm]));
+    if constexpr (sizeof(I) == 4) {
+      const __m256i c = _mm256_add_epi32(_mm256_cvtepu8_epi32(pos), _mm256_set1_epi32(static_cast<int>(j)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(oc + m), c);
+    } else {
+      const __m256i base = _mm256_set1_epi64x(j);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(oc + m), _mm256_add_epi64(_mm256_cvtepu8_epi64(pos), base));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(oc + m + 4),
+                          _mm256_add_epi64(_mm256_cvtepu8_epi64(_mm_srli_si128(pos, 4)), base));
+    }
+    m += std::popcount(bm);
+  }
+#endif
+  for (; j <= hi; ++j) {
+    oc[m] = static_cast<I>(j);
+    m += marks[j] == st;
+  }
+  return m;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -297,12 +352,17 @@ template <class S, class I, class V> struct DenseAcc {
     uint32_t* __restrict mk = this->mk;
     V* __restrict vals = this->vals;
     int64_t n = 0;
+    I lo = std::numeric_limits<I>::max(), hi = 0;  // the row's columns span [lo, hi] (B's rows are sorted)
     for (int64_t pa = a0; pa < a1; ++pa) {
       const V a = A.val[pa];
       const int64_t k = A.crd[pa];
       const I* __restrict bc = B.crd;
       const V* __restrict bv = B.val;
-      for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) {
+      const int64_t b0 = B.pos[k], b1 = B.pos[k + 1];
+      if (b0 == b1) continue;
+      lo = std::min(lo, bc[b0]);
+      hi = std::max(hi, bc[b1 - 1]);
+      for (int64_t pb = b0, pe = b1; pb < pe; ++pb) {
         const I j = bc[pb];
         const V p = S::mul(a, bv[pb]);
         if (mk[j] != st) {
@@ -314,13 +374,13 @@ template <class S, class I, class V> struct DenseAcc {
         }
       }
     }
-    finish(oc, ov, n, st);
+    if (n > kInsertionMax && scan_is_cheaper(n, lo, hi)) {
+      scan_marks(mk, st, lo, hi, oc);
+      for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
+      return n;
+    }
+    if (n) order_row(oc, n, lo, hi, bits, [&](int64_t t, I j) { ov[t] = vals[j]; });
     return n;
-  }
-
-  void finish(I* __restrict oc, V* __restrict ov, int64_t n, uint32_t st) const {
-    const V* __restrict vals = this->vals;
-    order_row(oc, n, bits, [&](int64_t t, I j) { ov[t] = vals[j]; });
   }
 
   // Number of distinct columns of row i (the symbolic pass).
@@ -383,10 +443,15 @@ template <class S, class I, class V> struct HashAcc {
     I* __restrict keys = ws.ensure(cap);
     V* __restrict vals = ws.vals.data();
     int64_t n = 0;
+    I lo = std::numeric_limits<I>::max(), hi = 0;  // the row's columns span [lo, hi] (B's rows are sorted)
     for (int64_t pa = a0; pa < a1; ++pa) {
       const V a = A.val[pa];
       const int64_t k = A.crd[pa];
-      for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) {
+      const int64_t b0 = B.pos[k], b1 = B.pos[k + 1];
+      if (b0 == b1) continue;
+      lo = std::min(lo, B.crd[b0]);
+      hi = std::max(hi, B.crd[b1 - 1]);
+      for (int64_t pb = b0, pe = b1; pb < pe; ++pb) {
         const I j = B.crd[pb];
         const V p = S::mul(a, B.val[pb]);
         uint64_t h = hash_slot(j, shift);
@@ -406,7 +471,7 @@ template <class S, class I, class V> struct HashAcc {
         }
       }
     }
-    order_row(oc, n, bits, [&](int64_t t, I j) {
+    order_row(oc, n, lo, hi, bits, [&](int64_t t, I j) {
       uint64_t h = hash_slot(j, shift);
       while (keys[h] != j) h = (h + 1) & mask;
       ov[t] = vals[h];
@@ -565,8 +630,29 @@ Tensor sparse_product_parallel(const CsView<I, V>& A, const CsView<I, V>& B, Mak
       },
       [&](int64_t r0, int64_t r1, I* crd, V* val, const int64_t* pos) {
         auto [acc, ws] = make();
-        for (int64_t i = r0; i < r1; ++i)
-          if (pos[i] != pos[i + 1]) acc.row(A, B, i, crd + pos[i], val + pos[i], *ws);
+        // A row may write up to kRowSlack entries past its end (order_row, scan_marks): the
+        // rows whose slack reaches the next chunk (another thread's) go through a scratch row.
+        thread_local std::vector<I> sc;
+        thread_local std::vector<V> sv;
+        for (int64_t i = r0; i < r1; ++i) {
+          if (pos[i] == pos[i + 1]) continue;
+          if (r1 == rows || pos[i + 1] + kRowSlack <= pos[r1]) {
+            acc.row(A, B, i, crd + pos[i], val + pos[i], *ws);
+            continue;
+          }
+          const size_t len = static_cast<size_t>(pos[i + 1] - pos[i]);
+          if (sc.size() < len + kRowSlack) {
+            sc.resize(len + kRowSlack);
+            sv.resize(len + kRowSlack);
+          }
+          acc.row(A, B, i, sc.data(), sv.data(), *ws);
+          std::memcpy(crd + pos[i], sc.data(), sizeof(I) * len);
+          std::memcpy(val + pos[i], sv.data(), sizeof(V) * len);
+        }
+        if (sc.size() * (sizeof(I) + sizeof(V)) > (size_t(64) << 20)) {
+          std::vector<I>().swap(sc);
+          std::vector<V>().swap(sv);
+        }
       });
 }
 
