@@ -183,6 +183,32 @@ TEST(SpgemmSchedules, LongRowsBandedAndWide) {
   check_masked(Bd, Bd, Bd, options(SJ_SEMIRING_MAX_TIMES), "banded masked");
 }
 
+// Every way a Gustavson row is put in order (kernels/spgemm_gustavson_impl.hpp), with both
+// index types: short rows (insertion sort), short scattered rows (rank sort), rows dense in
+// their column span (the dense accumulator reads its marks: the AVX2 decode writes eight at a
+// time, so rows end at every offset within a block), moderately sparse rows (bitmap) and very
+// sparse long rows (std::sort, and the hash accumulator's paths).
+template <class I> void every_row_order() {
+  Rng rng(sizeof(I) == 4 ? 515 : 525);
+  std::vector<std::pair<Tensor, Tensor>> cases;
+  auto add = [&](sj::CsResult<I, double> a, sj::CsResult<I, double> b) { cases.emplace_back(tensor(a), tensor(b)); };
+  add(sj::test::random_banded<I, double>(rng, 300, 300, 9, 13, 0.7), sj::test::random_banded<I, double>(rng, 300, 300, 5, 3, 0.8));
+  add(sj::test::random_uniform<I, double>(rng, 60, 90, 0.2), sj::test::random_uniform<I, double>(rng, 90, 203, 0.3));
+  add(sj::test::random_uniform<I, double>(rng, 100, 400, 0.01), sj::test::random_uniform<I, double>(rng, 400, 5000, 0.004));
+  add(sj::test::random_uniform<I, double>(rng, 100, 300, 0.05), sj::test::random_uniform<I, double>(rng, 300, 3000, 0.02));
+  add(sj::test::random_uniform<I, double>(rng, 80, 200, 0.15), sj::test::random_uniform<I, double>(rng, 200, 100000, 0.0004));
+  add(sj::test::random_power_law<I, double>(rng, 500, 500, 10.0, 1.4), sj::test::random_power_law<I, double>(rng, 500, 700, 10.0, 1.4));
+  for (size_t c = 0; c < cases.size(); ++c) {
+    check_spgemm(cases[c].first, cases[c].second, options(), "row order case " + std::to_string(c));
+    check_spgemm(cases[c].first, cases[c].second, options(SJ_SEMIRING_MIN_PLUS), "row order case " + std::to_string(c));
+  }
+}
+
+TEST(SpgemmSchedules, EveryRowOrderBothIndexTypes) {
+  every_row_order<int32_t>();
+  every_row_order<int64_t>();
+}
+
 // Masked `inner` runs the coiteration kernels (kernels/coiter_drivers.hpp): bit-identical to
 // the reference for every forced coiteration config (tests/schedule_test_util.hpp) and every
 // value/index type, on rows and columns whose lengths spread from 0 to ~200 (each width's
