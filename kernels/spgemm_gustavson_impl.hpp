@@ -296,6 +296,13 @@ inline int64_t row_one(const CsView<I, V>& B, V a, int64_t k, I* __restrict oc, 
   const int64_t b0 = B.pos[k], n = B.pos[k + 1] - b0;
   const I* __restrict bc = B.crd + b0;
   const V* __restrict bv = B.val + b0;
+  if (n <= 4) {  // no library call for the short rows of very sparse products
+    for (int64_t t = 0; t < n; ++t) {
+      oc[t] = bc[t];
+      ov[t] = S::mul(a, bv[t]);
+    }
+    return n;
+  }
   std::memcpy(oc, bc, sizeof(I) * static_cast<size_t>(n));
   for (int64_t t = 0; t < n; ++t) ov[t] = S::mul(a, bv[t]);
   return n;
@@ -575,7 +582,9 @@ Tensor sparse_product(const CsView<I, V>& A, const CsView<I, V>& B, const Acc& a
     int64_t nz = 0;
     pos[0] = 0;
     for (int64_t i = 0; i < rows; ++i) {
-      if (A.pos[i] != A.pos[i + 1]) nz += acc.row(A, B, i, crd + nz, val + nz, ws);
+      const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
+      if (a1 - a0 == 1) nz += row_one<S>(B, A.val[a0], A.crd[a0], crd + nz, val + nz);  // no call
+      else if (a1 != a0) nz += acc.row(A, B, i, crd + nz, val + nz, ws);
       pos[i + 1] = nz;
     }
     return C;
