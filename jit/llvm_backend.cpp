@@ -58,20 +58,18 @@ struct SimdLane {
   std::string text() const { return width == 0 ? "off" : cat("w", width, native ? "n" : "b"); }
 };
 
-// From the target features: AVX-512 with VP2INTERSECT: one zmm register per block (16 i32 /
-// 8 i64 coordinates) and the native compare; AVX-512 or AVX2 without it: 8 i32 / 4 i64
-// coordinates and broadcast compares; no AVX2 (or SPARSEJIT_ISA=scalar): no lane. SPARSEJIT_EINSUM_LANE (w4|w8|w16,
-// suffix n or b, or off) overrides it, for ablation; an override the CPU cannot run is ignored.
-SimdLane choose_lane(const EinsumKernelSpec& spec, const std::string& features) {
+// From the host (jit/isa.hpp, capped by SPARSEJIT_ISA): AVX-512 with VP2INTERSECT: one zmm
+// register per block (16 i32 / 8 i64 coordinates) and the native compare; AVX-512 or AVX2
+// without it: 8 i32 / 4 i64 coordinates and broadcast compares; scalar: no lane.
+// SPARSEJIT_EINSUM_LANE (w4|w8|w16, suffix n or b, or off) overrides it, for ablation; an
+// override the CPU cannot run is ignored.
+SimdLane choose_lane(const EinsumKernelSpec& spec) {
   SimdLane l;
-  if (spec.scalar_only) return l;
-  const std::string list = "," + features + ",";
-  auto has = [&](const char* f) { return list.find(cat(",+", f, ",")) != std::string::npos; };
+  const sj_isa cap = default_isa();  // the tier the asmjit kernels use too
+  if (spec.scalar_only || cap == SJ_ISA_SCALAR) return l;
   const bool i64c = spec.index_type == IndexType::I64;
-  const sj_isa cap = default_isa();  // SPARSEJIT_ISA caps the lane as it caps the asmjit kernels
-  const bool avx512 = cap == SJ_ISA_AVX512 && has("avx512f") && has("avx512vl");
-  const bool vp2i = avx512 && has("avx512vp2intersect");
-  if (cap == SJ_ISA_SCALAR || !has("avx2")) return l;
+  const bool avx512 = cap == SJ_ISA_AVX512;
+  const bool vp2i = avx512 && host_features().vp2intersect;
   l.width = vp2i ? (i64c ? 8 : 16) : (i64c ? 4 : 8);
   l.native = vp2i;
   if (const char* env = std::getenv("SPARSEJIT_EINSUM_LANE")) {
@@ -830,8 +828,8 @@ Jit& jit() {
   return *j;
 }
 
-std::string key_text(const EinsumKernelSpec& s, const Jit& j) {
-  return cat("einsum v3|lane=", choose_lane(s, j.features).text(), "|", s.expr->canonical(), "|", s.nest->signature(*s.expr, *s.term), "|index=", to_string(s.index_type),
+std::string key_text(const EinsumKernelSpec& s, const SimdLane& lane, const Jit& j) {
+  return cat("einsum v3|lane=", lane.text(), "|", s.expr->canonical(), "|", s.nest->signature(*s.expr, *s.term), "|index=", to_string(s.index_type),
              "|value=", to_string(s.value_type), "|semiring=", to_string(s.semiring), "|scalar=", s.scalar_only,
              "|cpu=", j.cpu, "|features=", j.features);
 }
@@ -859,7 +857,8 @@ EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::P
     res.error = "LLVM JIT unavailable: " + j.error;
     return res;
   }
-  const std::string text = key_text(spec, j);
+  const SimdLane lane = choose_lane(spec);
+  const std::string text = key_text(spec, lane, j);
   std::lock_guard lock(j.mutex);
   if (auto it = j.live.find(text); it != j.live.end())
     if (auto k = it->second.lock()) {
@@ -874,7 +873,7 @@ EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::P
     mod->setDataLayout(j.lljit->getDataLayout());
     mod->setTargetTriple(j.lljit->getTargetTriple().str());
     const std::string fname = "sj_einsum_kernel";
-    NestCodegen gen(*ctx, *mod, spec, choose_lane(spec, j.features));
+    NestCodegen gen(*ctx, *mod, spec, lane);
     Function* f = gen.run(fname);
     f->addFnAttr("target-cpu", spec.scalar_only ? "x86-64" : j.cpu);
     f->addFnAttr("target-features", spec.scalar_only ? "" : j.features);
