@@ -86,20 +86,56 @@ LevelStats level_stats(const Tensor& t, int l) {
 }
 
 // Stored entries under each position of level 0 of `t` (the last level's entries of its subtree).
+// Level by level over all positions at once ([a, b) per position, narrowed one level at a time),
+// not position by position through the levels: the plan computes this on every parallel
+// execution, and a per-position walk was milliseconds on a 600k-row matrix.
 std::vector<int64_t> entries_under_level0(const Tensor& t) {
   if (t.order == 0) return {};
-  const int64_t n0 = t.levels[0].kind == LevelKind::Dense ? t.level_dim(0) : t.level_entries(0);
-  std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(0, n0)));
-  for (int64_t p = 0; p < n0; ++p) {
-    int64_t a = p, b = p + 1;
-    for (int l = 1; l < t.order && a < b; ++l) {
-      const Level& lv = t.levels[l];
-      if (lv.kind == LevelKind::Dense) a *= t.level_dim(l), b *= t.level_dim(l);
-      else if (lv.kind == LevelKind::Compressed) a = lv.pos.as<int64_t>()[a], b = lv.pos.as<int64_t>()[b];
-    }
-    out[static_cast<size_t>(p)] = b - a;
+  const int64_t n0 = std::max<int64_t>(0, t.levels[0].kind == LevelKind::Dense ? t.level_dim(0) : t.level_entries(0));
+  std::vector<int64_t> out(static_cast<size_t>(n0));
+  if (t.order == 1) {
+    std::fill(out.begin(), out.end(), 1);
+    return out;
   }
+  if (t.order == 2 && t.levels[1].kind == LevelKind::Compressed) {  // CSR, DCSR, CSC: one subtraction
+    const int64_t* pos = t.levels[1].pos.as<int64_t>();
+    for (int64_t p = 0; p < n0; ++p) out[static_cast<size_t>(p)] = pos[p + 1] - pos[p];
+    return out;
+  }
+  std::vector<int64_t> a(static_cast<size_t>(n0));
+  for (int64_t p = 0; p < n0; ++p) a[static_cast<size_t>(p)] = p, out[static_cast<size_t>(p)] = p + 1;  // out holds b
+  for (int l = 1; l < t.order; ++l) {
+    const Level& lv = t.levels[l];
+    if (lv.kind == LevelKind::Dense) {
+      const int64_t d = t.level_dim(l);
+      for (int64_t p = 0; p < n0; ++p) a[static_cast<size_t>(p)] *= d, out[static_cast<size_t>(p)] *= d;
+    } else if (lv.kind == LevelKind::Compressed) {
+      const int64_t* pos = lv.pos.as<int64_t>();
+      for (int64_t p = 0; p < n0; ++p)
+        a[static_cast<size_t>(p)] = pos[a[static_cast<size_t>(p)]], out[static_cast<size_t>(p)] = pos[out[static_cast<size_t>(p)]];
+    }  // a singleton level keeps one entry per parent: [a, b) unchanged
+  }
+  for (int64_t p = 0; p < n0; ++p) out[static_cast<size_t>(p)] -= a[static_cast<size_t>(p)];
   return out;
+}
+
+// The position in the last level of `t` where the subtree of level-0 position p begins (p may be
+// one past the end): the entries under level-0 positions [a, b) are last_level_begin(t, b) -
+// last_level_begin(t, a), in O(order) however many positions the range holds.
+int64_t last_level_begin(const Tensor& t, int64_t p) {
+  for (int l = 1; l < t.order; ++l) {
+    const Level& lv = t.levels[l];
+    if (lv.kind == LevelKind::Dense) p *= t.level_dim(l);
+    else if (lv.kind == LevelKind::Compressed) p = lv.pos.as<int64_t>()[p];
+  }
+  return p;
+}
+
+// True when every level of `t` is dense: the same number of entries under each coordinate.
+bool all_dense(const Tensor& t) {
+  for (int l = 0; l < t.order; ++l)
+    if (t.levels[l].kind != LevelKind::Dense) return false;
+  return true;
 }
 
 // Calls f(coordinate, position) for the entries of level l of `t` under position `parent`
@@ -123,15 +159,25 @@ template <class F> void for_segment(const Tensor& t, int l, int64_t parent, F&& 
 // coordinate of every factor whose level 0 the loop binds, plus (second loop) for each entry
 // of such a factor's level 1, the entries under that coordinate of every factor whose level 0
 // the second loop binds: the multiply count of a Gustavson row for SpGEMM, where a row's
-// length alone says little. Serial, once per execution: O(entries of the first levels +
-// slots). Coordinates are summed in slots of `width` consecutive coordinates (slot c / width),
-// so that a huge sparse dimension (a vector of 2^31 coordinates) costs no dense array of it;
-// the second-loop refinement is skipped when its index is over kMaxWorkSlots.
+// length alone says little. Serial, once per execution. Coordinates are summed in slots of
+// `width` consecutive coordinates (slot c / width; at most kPartitionSlots of them): a chunk
+// boundary needs no finer grain than that, a huge dimension (a vector of 2^31 coordinates)
+// costs no dense array of it, and a factor whose level 0 is dense (CSR, dense) costs O(slots),
+// not a pass over its rows. A compressed level 0 costs O(its entries), the second-loop
+// refinement O(entries of level 1); it is skipped when its index is over kMaxWorkSlots.
 constexpr int64_t kMaxWorkSlots = int64_t{1} << 22;
+constexpr int64_t kPartitionSlots = int64_t{1} << 12;
+// Estimated work per piece of a serial run into a streamed sparse output: the work bounds the
+// piece's entries (multiplies for SpGEMM, entries of the inputs for a Hadamard product), so a
+// piece stays well under the 64 MB an assembler may keep (16-24 bytes per entry).
+constexpr int64_t kSerialPieceWork = int64_t{1} << 21;
 std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<Tensor>& held, int64_t n, int64_t width) {
   const int64_t slots = (n + width - 1) / width;
   std::vector<int64_t> prefix(static_cast<size_t>(slots) + 1, 0);
   for (int64_t c = 0; c < slots; ++c) prefix[c + 1] = std::min(width, n - c * width);
+  // the slot of coordinate c; width is 1 unless the dimension dwarfs the entries, and a 64-bit
+  // division per entry was most of this function's time
+  const auto slot = [width](int64_t c) { return static_cast<size_t>(width == 1 ? c : c / width); };
   if (nest.loops.size() >= 2) {
     const Loop& l0 = nest.loops[0];
     const Loop& l1 = nest.loops[1];
@@ -140,11 +186,13 @@ std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<T
       r.insert(r.end(), lp.locate.begin(), lp.locate.end());
       return r;
     };
-    // entries under each coordinate of the second loop's index, summed over the factors it starts
+    // entries under each coordinate of the second loop's index, summed over the factors it
+    // starts; a dense factor (SpMV's x, MTTKRP's B) adds the same to every coordinate, which is
+    // proportional to the entries of level 1 that the level-0 term already counts: left out
     const int64_t n1 = l1.index == l0.index ? 0 : [&] {
       int64_t d = 0;
       for (auto& r : refs(l1))
-        if (r.level == 0) d = std::max(d, held[r.factor].level_dim(0));
+        if (r.level == 0 && !all_dense(held[r.factor])) d = std::max(d, held[r.factor].level_dim(0));
       return d > kMaxWorkSlots ? 0 : d;
     }();
     std::vector<int64_t> under1(static_cast<size_t>(n1), 0);
@@ -152,14 +200,14 @@ std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<T
     for (auto& r : refs(l1)) {
       if (r.level != 0 || n1 == 0) continue;
       const Tensor& t = held[r.factor];
+      if (all_dense(t)) continue;
       const std::vector<int64_t> under = entries_under_level0(t);
       for_segment(t, 0, 0, [&](int64_t c, int64_t p) {
         if (c >= 0 && c < n1) under1[static_cast<size_t>(c)] += under[static_cast<size_t>(p)];
       });
       any1 = true;
     }
-    // equal everywhere (a dense factor: SpMV's x, MTTKRP's B): proportional to the entries of
-    // level 1, which the level-0 term already counts; skip the pass over them
+    // equal everywhere: proportional to the entries of level 1 as well; skip the pass over them
     if (any1 && std::all_of(under1.begin(), under1.end(), [&](int64_t u) { return u == under1[0]; })) any1 = false;
     if (any1)
       for (auto& r0 : refs(l0)) {
@@ -175,7 +223,7 @@ std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<T
           for_segment(t, 1, p, [&](int64_t k, int64_t) {
             if (k >= 0 && k < n1) w += under1[static_cast<size_t>(k)];
           });
-          prefix[static_cast<size_t>(c / width) + 1] += w;
+          prefix[slot(c) + 1] += w;
         });
       }
   }
@@ -183,18 +231,24 @@ std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<T
   auto add = [&](const LevelRef& r) {
     if (r.level != 0) return;
     const Tensor& t = held[r.factor];
-    const std::vector<int64_t> under = entries_under_level0(t);
-    if (t.levels[0].kind == LevelKind::Dense) {
-      for (int64_t c = 0; c < n && c < static_cast<int64_t>(under.size()); ++c) prefix[c / width + 1] += under[c];
+    if (t.levels[0].kind == LevelKind::Dense) {  // slot by slot: the entries under its range
+      const int64_t d = std::min(n, t.level_dim(0));
+      int64_t begin = last_level_begin(t, 0);
+      for (int64_t c = 0; c * width < d; ++c) {
+        const int64_t end = last_level_begin(t, std::min(d, (c + 1) * width));
+        prefix[static_cast<size_t>(c) + 1] += end - begin;
+        begin = end;
+      }
       return;
     }
+    const std::vector<int64_t> under = entries_under_level0(t);
     const int64_t* pos = t.levels[0].pos.data() ? t.levels[0].pos.as<int64_t>() : nullptr;
     const int64_t begin = pos ? pos[0] : 0, end = pos ? pos[1] : static_cast<int64_t>(under.size());
     with_types(t.index_type, ValueType::F64, [&](auto i, auto) {
       using I = decltype(i);
       const I* crd = t.levels[0].crd.as<I>();
       for (int64_t p = begin; p < end; ++p)
-        if (crd[p] >= 0 && crd[p] < n) prefix[static_cast<size_t>(crd[p] / width) + 1] += under[static_cast<size_t>(p)];
+        if (crd[p] >= 0 && crd[p] < n) prefix[slot(crd[p]) + 1] += under[static_cast<size_t>(p)];
     });
   };
   for (auto& r : lp.iterate) add(r);
@@ -620,14 +674,25 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
     const int64_t n0 = tp.nest.loops.empty() ? 1 : index_dims_[tp.nest.loops[0].index];
     Partition part;
     part.bounds = {0, std::max<int64_t>(0, n0)};
-    if (tp.parallel.parallel && workers.threads > 1 && n0 > 1) {
-      // one slot per coordinate, or per run of them when the dimension dwarfs the entries
-      int64_t entries = 0;
-      for (const Tensor& h : held) entries += h.nnz();
-      const int64_t width = std::max<int64_t>(1, n0 / std::min(kMaxWorkSlots, std::max<int64_t>(1024, 4 * entries)));
+    int64_t entries = 0;
+    for (const Tensor& h : held) entries += h.nnz();
+    // A serial run into a streamed sparse output is split too, into pieces of bounded work:
+    // one stream of a large result grows its vectors past what the plan keeps (AssemblerStock),
+    // so every execution faulted hundreds of MB in again (A.*A on 9.6 M entries: 1.8 s at one
+    // thread against 50 ms at two); pieces are kept, and joined as a parallel run's are.
+    const bool serial_pieces = stream && workers.threads <= 1 && entries >= kSerialPieceWork / 32;
+    if (tp.parallel.parallel && n0 > 1 && (workers.threads > 1 || serial_pieces)) {
+      // one slot per coordinate, or per run of them on a large dimension (kPartitionSlots)
+      const int64_t wanted = std::min(kPartitionSlots, std::max<int64_t>(1024, 4 * entries));
+      const int64_t width = std::max<int64_t>(1, (n0 + wanted - 1) / wanted);
       const std::vector<int64_t> prefix = outer_work_prefix(tp.nest, held, n0, width);
       const int64_t slots = static_cast<int64_t>(prefix.size()) - 1;
-      part = partition_by_prefix(prefix.data(), slots, workers, "entries under each coordinate of the outermost loop");
+      if (workers.threads > 1) {
+        part = partition_by_prefix(prefix.data(), slots, workers, "entries under each coordinate of the outermost loop");
+      } else {
+        workers.basis = "serial, in pieces of bounded estimated work (each kept by the plan)";
+        part = partition_into(prefix.data(), slots, (prefix.back() + kSerialPieceWork - 1) / kSerialPieceWork);
+      }
       for (auto& b : part.bounds) b = std::min(n0, b * width);
     }
     const int64_t chunks = part.chunks();

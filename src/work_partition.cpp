@@ -63,8 +63,15 @@ Partition partition_by_prefix(const int64_t* prefix, int64_t n, Workers& w, cons
   const int64_t min_work = std::max<int64_t>(1, t.min_chunk_work.load(std::memory_order_relaxed));
   int64_t k = std::min<int64_t>(int64_t(w.threads) * t.chunks_per_thread.load(std::memory_order_relaxed), n);
   k = std::min(k, std::max<int64_t>(1, total / min_work));
-  if (k <= 1) return one_chunk(n);
+  return partition_into(prefix, n, k);
+}
+
+Partition partition_into(const int64_t* prefix, int64_t n, int64_t k) {
+  k = std::min(k, n);
+  if (k <= 1 || !prefix) return one_chunk(n);
+  const int64_t total = prefix[n] - prefix[0];
   // Boundary c is the first row whose prefix reaches c/k of the total work.
+  Partition p;
   p.bounds.clear();
   p.bounds.push_back(0);
   for (int64_t c = 1; c < k; ++c) {

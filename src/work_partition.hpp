@@ -61,6 +61,10 @@ struct Workers {
 // non-decreasing). One chunk when the call is serial or the total is below one chunk's work.
 Partition partition_by_prefix(const int64_t* prefix, int64_t n, Workers& w, const char* basis);
 
+// At most k chunks of equal work by `prefix` (as above), whatever the thread count: for a
+// serial caller that splits its output into bounded pieces.
+Partition partition_into(const int64_t* prefix, int64_t n, int64_t k);
+
 // The same with the work of row i given by row_work(i) (a constant per row is added).
 template <class F> Partition partition_rows(int64_t n, Workers& w, const char* basis, F&& row_work) {
   if (w.threads <= 1 || n <= 1) return partition_by_prefix(nullptr, n, w, basis);

@@ -414,6 +414,46 @@ TEST(ParallelEinsum, ThreadsPerCall) {
   }
 }
 
+// A large sparse output at one thread is built in pieces of bounded work (each kept by the
+// plan, so a repeated execution touches no fresh memory), joined to the bytes a one-stream or
+// parallel run gives: a Hadamard product of 3 M input entries and an SpGEMM of 2 M multiplies.
+TEST(ParallelEinsum, SerialRunOfALargeSparseOutputInPieces) {
+  Rng rng(8);
+  Tensor A = random_tensor(rng, {2000, 1500}, 0.5, fmt(SJ_FORMAT_CSR, 2));
+  sj_op_options o;
+  sj_op_options_init(&o);
+  {
+    EinsumPlan serial(context(1), "Z(i,j) = A(i,j) * B(i,j)", {A, A}, {}, "csr", o);
+    const Tensor got = serial.execute({A, A});
+    const std::string text = serial.explain_text();
+    EXPECT_EQ(text.find("last execution: 1 chunk(s)"), std::string::npos) << "not in pieces:\n" << text;
+    EXPECT_TRUE(identical(got, serial.execute({A, A}))) << "second execution";
+    EinsumPlan parallel(context(3), "Z(i,j) = A(i,j) * B(i,j)", {A, A}, {}, "csr", o);
+    EXPECT_TRUE(identical(got, parallel.execute({A, A})));
+    // A.*A: A's structure, each value squared
+    ASSERT_EQ(got.nnz(), A.nnz());
+    EXPECT_EQ(std::memcmp(got.levels[1].pos.data(), A.levels[1].pos.data(), 8 * 2001), 0);
+    EXPECT_EQ(std::memcmp(got.levels[1].crd.data(), A.levels[1].crd.data(), 4 * static_cast<size_t>(A.nnz())), 0);
+    const double* a = A.values.as<double>();
+    const double* z = got.values.as<double>();
+    int64_t wrong = 0;
+    for (int64_t p = 0; p < A.nnz(); ++p) wrong += z[p] != a[p] * a[p];
+    EXPECT_EQ(wrong, 0);
+  }
+  {
+    Tensor P = random_tensor(rng, {600, 600}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+    sj_op_options ro = o;
+    ro.schedule = SJ_SCHEDULE_REFERENCE;
+    const Tensor want = EinsumPlan(context(1), "C(i,j) = A(i,k) * B(k,j)", {P, P}, {}, "csr", ro).execute({P, P});
+    EinsumPlan serial(context(1), "C(i,j) = A(i,k) * B(k,j)", {P, P}, {}, "csr", o);
+    const Tensor got = serial.execute({P, P});
+    const std::string text = serial.explain_text();
+    EXPECT_EQ(text.find("last execution: 1 chunk(s)"), std::string::npos) << "not in pieces:\n" << text;
+    EXPECT_TRUE(close_to(got, want));
+    EXPECT_TRUE(identical(got, EinsumPlan(context(2), "C(i,j) = A(i,k) * B(k,j)", {P, P}, {}, "csr", o).execute({P, P})));
+  }
+}
+
 // One plan executed by several threads at once, each call itself parallel.
 TEST(ParallelEinsum, OnePlanManyCallers) {
   SplitSmallInputs split;
