@@ -95,6 +95,7 @@ void run_sink_chunks(Workers& w, const Partition& p, RowSink<I, V>& sink, Chunk&
 }
 
 // ---- push: A given as CSC (outer = columns j, inner = rows i) ----
+constexpr int64_t kPushPrefetch = 8;  // entries of x ahead (prefetching the touched accumulators too was slower)
 // Over the output rows [r0, r1) only. Calls finish(list, count, acc, mark) with the touched
 // rows (unsorted) whose acc holds y(i); finish must reset mark[i] for every listed i.
 template <class S, class I, class V, class Finish>
@@ -111,6 +112,15 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, int64_t
   const V* val = Acsc.val;
   const bool all = r0 == 0 && r1 == m;
   for (int64_t p = 0; p < x.nnz; ++p) {
+    // x's columns are scattered through A's CSC arrays: fetch the column bounds 16 entries of
+    // x ahead and the column's first lines of rows and values 8 ahead, so that the misses of
+    // several columns overlap (~1.5x on x at 10% of a 600k-column A, at 1 and 2 threads)
+    if (p + 2 * kPushPrefetch < x.nnz) __builtin_prefetch(pos + x.idx[p + 2 * kPushPrefetch]);
+    if (p + kPushPrefetch < x.nnz) {
+      const int64_t ahead = pos[x.idx[p + kPushPrefetch]];
+      __builtin_prefetch(crd + ahead);
+      __builtin_prefetch(val + ahead);
+    }
     const int64_t j = x.idx[p];
     const V xj = x.val[p];
     int64_t q = pos[j], e = pos[j + 1];
