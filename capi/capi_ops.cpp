@@ -44,11 +44,10 @@ sj_status run_once(sj_context* ctx, sj_op op, std::initializer_list<const sj_ten
                    const sj_op_options* options, sj_tensor** out) {
   return guarded([&] {
     require(out, "result");
-    std::vector<const sj_tensor*> v(operands);
-    OpRequest req = make_request(ctx, op, v.data(), static_cast<int>(v.size()), options);
+    OpRequest req = make_request(ctx, op, operands.begin(), static_cast<int>(operands.size()), options);
     // Repeated operands reuse the plan made for them (src/plan_memo.hpp).
     std::shared_ptr<Plan> plan = plan_for_dropin(*ctx->impl, req);
-    Tensor result = plan->execute(req.operands);
+    Tensor result = plan->execute(std::move(req.operands));
     *out = new_tensor_handle(ctx, std::move(result));
   });
 }

@@ -344,7 +344,7 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg,
           exact += run(&v) > 0;
         });
       alloc.charge(estimate_bytes(exact, entry, pos_bytes),
-                   cat("spgemm output (", rows, "x", cols, ", ", exact, " entries by a symbolic count)"));
+                   [&] { return cat("spgemm output (", rows, "x", cols, ", ", exact, " entries by a symbolic count)"); });
     }
   }
   CsResult<I, V> r;

@@ -29,7 +29,7 @@ Tensor csc_of_b(const Tensor& given, const Tensor& b_csr, bool transpose_b, cons
     return t;
   }
   auto make = [&] {
-    alloc.charge(csc_copy_bytes(b_csr), cat("B's CSC copy (", b_csr.dims[1], " columns, ", b_csr.nnz(), " entries)"));
+    alloc.charge(csc_copy_bytes(b_csr), [&] { return cat("B's CSC copy (", b_csr.dims[1], " columns, ", b_csr.nnz(), " entries)"); });
     return flip_orientation(b_csr, alloc);
   };
   if (!given.derived) return make();

@@ -27,6 +27,8 @@
 #include <cstring>
 #include <vector>
 
+#include <absl/container/inlined_vector.h>
+
 #include "src/tensor.hpp"
 #include "src/work_partition.hpp"
 
@@ -71,7 +73,7 @@ template <class I, class V> struct RowSink {
   I* idx = nullptr;
   V* val = nullptr;
   int64_t count = 0;  // total entries
-  std::vector<std::pair<int64_t, int64_t>> segments;
+  absl::InlinedVector<std::pair<int64_t, int64_t>, 2> segments;  // (start, entries) per chunk
 
   // Copies the segments, in order, to oi/ov (capacity count).
   void gather(I* oi, V* ov) const {

@@ -43,14 +43,17 @@ double lg(double v) { return std::log2(1.0 + std::max(0.0, v)); }
 // Where the CSC form of the operator comes from.
 struct CscSource {
   bool zero_copy = false;
-  std::string key;
+  const std::string* key = nullptr;  // of the kept copy (one of four constants: no string per call)
 };
 CscSource csc_source(const OpRequest& req, IndexType it) {
+  static const std::string keys[2][2] = {
+      {cat("csc-of-matrix/", to_string(IndexType::I32)), cat("csc-of-matrix/", to_string(IndexType::I64))},
+      {cat("csc-of-transpose/", to_string(IndexType::I32)), cat("csc-of-transpose/", to_string(IndexType::I64))}};
   const Tensor& a = req.operands[0];
   const bool ta = req.options.transpose_a != 0;
   CscSource s;
   s.zero_copy = (!ta && is_csc(a) && a.index_type == it) || (ta && is_csr(a) && a.index_type == it);
-  s.key = cat("csc-of-", ta ? "transpose/" : "matrix/", to_string(it));
+  s.key = &keys[ta ? 1 : 0][it == IndexType::I64 ? 1 : 0];
   return s;
 }
 
@@ -88,7 +91,7 @@ Tensor csc_of(const OpRequest& req, const PreparedOperands& p, const Allocator& 
     return c;
   }
   if (!a.derived) return flip_orientation(p.operands[0], alloc);
-  return a.derived->get_or_make(src.key, [&] { return flip_orientation(p.operands[0], alloc); });
+  return a.derived->get_or_make(*src.key, [&] { return flip_orientation(p.operands[0], alloc); });
 }
 
 
@@ -155,7 +158,7 @@ class Push final : public SpmspvSchedule {
     std::string note = "column-wise push over CSC(A), sparse accumulator";
     if (src.zero_copy) {
       note += "; A given column-wise";
-    } else if (has_form(a, src.key)) {
+    } else if (has_form(a, *src.key)) {
       note += "; CSC copy cached on the handle";
     } else {
       const bool reused = in.req.repeated || uses_of(a, false) > 0;
@@ -225,7 +228,7 @@ class Densify final : public SpmspvSchedule {
     uses_of(in.req.operands[0], true);
     const int64_t n = in.prepared.operands[1].dims[0];
     in.ctx.allocator.charge(workspace_bytes(n, in.prepared.value_type),
-                            cat("spmspv densify workspace (x has length ", n, ")"));
+                            [&] { return cat("spmspv densify workspace (x has length ", n, ")"); });
     return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       return run_rowwise<decltype(i), decltype(v)>(in, [](auto& A, auto& x, auto& sink, Workers& w) { spmspv::densify<S>(A, x, sink, w); });

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <utility>
 
 #include "sparsejit/sparsejit.h"
 
@@ -29,6 +30,12 @@ class Allocator {
   // copy of an operand) would take `bytes`; over the cap it fails with SJ_ERR_OUT_OF_MEMORY
   // "<what> needs <bytes> bytes, over the memory cap of <cap> bytes". No-op without a cap.
   void charge(size_t bytes, std::string_view what) const;
+  // The same with `what` built only when the charge fails (what() returns a string): a call
+  // that charges its result pays no string formatting on the way (a heap string per call).
+  template <class What, class = decltype(std::string_view(std::declval<What>()()))>
+  void charge(size_t bytes, What&& what) const {
+    if (over_cap(bytes)) charge(bytes, std::string_view(what()));
+  }
   // True when a cap is set and `bytes` exceeds it.
   bool over_cap(size_t bytes) const { return memory_cap_ != 0 && bytes > memory_cap_; }
 

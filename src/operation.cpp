@@ -191,6 +191,7 @@ Tensor as_csr(const Tensor& t, bool transposed, IndexType it, const Allocator& a
 
 PreparedOperands prepare(const OpRequest& r, const Allocator& alloc) {
   PreparedOperands p;
+  p.operands.reserve(r.operands.size());  // one allocation per call, not one per operand
   const size_t first = r.op == SJ_OP_SPGEMM_MASKED ? 1 : 0;
   p.value_type = r.operands[first].value_type;
   p.index_type = IndexType::I32;

@@ -120,7 +120,9 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
                      inspect_ms_, plan_ms_);
 }
 
-Tensor Plan::execute(const std::vector<Tensor>& operands) {
+Tensor Plan::execute(const std::vector<Tensor>& operands) { return execute(std::vector<Tensor>(operands)); }
+
+Tensor Plan::execute(std::vector<Tensor>&& operands) {
   if (operands.size() != signatures_.size())
     fail(SJ_ERR_INVALID_ARGUMENT, "plan for ", to_string(op_), " takes ", signatures_.size(), " operands, got ",
          operands.size());
@@ -129,7 +131,7 @@ Tensor Plan::execute(const std::vector<Tensor>& operands) {
       fail(SJ_ERR_SHAPE_MISMATCH, "operand ", operand_label(op_, i), " (", operands[i].describe(),
            ") does not match the planned one (shape, format and types must be the same)");
   auto t0 = std::chrono::steady_clock::now();
-  OpRequest req{op_, operands, options_};
+  OpRequest req{op_, std::move(operands), options_};
   PreparedOperands prepared = prepare(req, ctx_.allocator);
   Workers workers = Workers::for_call(ctx_, options_.threads);
   Tensor out = impl_->run(ExecInputs{req, prepared, ctx_, state_.get(), &workers});

@@ -43,6 +43,8 @@ class Plan {
 
   // Runs on `operands`, which must match the planned signatures.
   Tensor execute(const std::vector<Tensor>& operands);
+  // The same, taking the operand list (a drop-in call's, built for this call: no copy of it).
+  Tensor execute(std::vector<Tensor>&& operands);
 
   // The explain JSON (statistics, candidates, choice, timings).
   std::string explain() const;

@@ -111,7 +111,7 @@ Tensor make_compressed_matrix(const Allocator& alloc, bool csr, int64_t rows, in
   // The memory cap bounds the result as a whole, not only each of its arrays.
   alloc.charge(estimate_bytes(outer, sizeof(int64_t),
                               estimate_bytes(nnz, static_cast<size_t>(index_size(it) + value_size(vt)), sizeof(int64_t))),
-               cat("a ", rows, "x", cols, " ", csr ? "CSR" : "CSC", " matrix of ", nnz, " entries"));
+               [&] { return cat("a ", rows, "x", cols, " ", csr ? "CSR" : "CSC", " matrix of ", nnz, " entries"); });
   t.levels[1].pos = Buffer::allocate_array(alloc, outer, sizeof(int64_t), 1);
   t.levels[1].crd = Buffer::allocate_array(alloc, nnz, index_size(it));
   t.values = Buffer::allocate_array(alloc, nnz, value_size(vt));
@@ -127,7 +127,7 @@ Tensor make_sparse_vector(const Allocator& alloc, int64_t n, int64_t nnz, IndexT
   t.levels.resize(1);
   t.levels[0].kind = LevelKind::Compressed;
   alloc.charge(estimate_bytes(nnz, static_cast<size_t>(index_size(it) + value_size(vt)), 2 * sizeof(int64_t)),
-               cat("a sparse vector of ", nnz, " entries"));
+               [&] { return cat("a sparse vector of ", nnz, " entries"); });
   t.levels[0].pos = Buffer::allocate(alloc, sizeof(int64_t) * 2);
   t.levels[0].pos.as_mut<int64_t>()[0] = 0;
   t.levels[0].pos.as_mut<int64_t>()[1] = nnz;

@@ -13,6 +13,8 @@
 #include <functional>
 #include <vector>
 
+#include <absl/container/inlined_vector.h>
+
 #include "src/context.hpp"
 
 namespace sj {
@@ -33,7 +35,7 @@ ParallelTuning& parallel_tuning();
 
 // Rows [bounds[c], bounds[c+1]) form chunk c.
 struct Partition {
-  std::vector<int64_t> bounds{0, 0};
+  absl::InlinedVector<int64_t, 4> bounds{0, 0};  // inline up to 3 chunks: a serial call allocates nothing
   int64_t chunks() const { return static_cast<int64_t>(bounds.size()) - 1; }
   int64_t begin(int64_t c) const { return bounds[static_cast<size_t>(c)]; }
   int64_t end(int64_t c) const { return bounds[static_cast<size_t>(c) + 1]; }
