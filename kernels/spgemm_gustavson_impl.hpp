@@ -719,7 +719,7 @@ void dense_product(const CsView<I, V>& A, const CsView<I, V>& B, V* __restrict C
         });
 }
 
-void check_dims(const Tensor& A, const Tensor& B) {
+[[maybe_unused]] void check_dims(const Tensor& A, const Tensor& B) {  // (the AVX2 build's copy is unused)
   if (A.dims[1] != B.dims[0])
     fail(SJ_ERR_SHAPE_MISMATCH, "spgemm: A is ", A.dims[0], "x", A.dims[1], " but B is ", B.dims[0], "x",
          B.dims[1]);
@@ -971,7 +971,6 @@ Tensor masked_dot_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, co
 
 template <class F> decltype(auto) with_kernel_types(const Tensor& t, sj_semiring s, F&& f) {
   return with_types(t.index_type, t.value_type, [&](auto i, auto v) {
-    using I = decltype(i);
     using V = decltype(v);
     if constexpr (std::is_same_v<V, uint8_t>) {
       return f(OrAnd<V>{}, i, v);  // bool values serve only or-and (check_request refuses the rest)
