@@ -85,40 +85,6 @@ LevelStats level_stats(const Tensor& t, int l) {
   return s;
 }
 
-// Stored entries under each position of level 0 of `t` (the last level's entries of its subtree).
-// Level by level over all positions at once ([a, b) per position, narrowed one level at a time),
-// not position by position through the levels: the plan computes this on every parallel
-// execution, and a per-position walk was milliseconds on a 600k-row matrix.
-std::vector<int64_t> entries_under_level0(const Tensor& t) {
-  if (t.order == 0) return {};
-  const int64_t n0 = std::max<int64_t>(0, t.levels[0].kind == LevelKind::Dense ? t.level_dim(0) : t.level_entries(0));
-  std::vector<int64_t> out(static_cast<size_t>(n0));
-  if (t.order == 1) {
-    std::fill(out.begin(), out.end(), 1);
-    return out;
-  }
-  if (t.order == 2 && t.levels[1].kind == LevelKind::Compressed) {  // CSR, DCSR, CSC: one subtraction
-    const int64_t* pos = t.levels[1].pos.as<int64_t>();
-    for (int64_t p = 0; p < n0; ++p) out[static_cast<size_t>(p)] = pos[p + 1] - pos[p];
-    return out;
-  }
-  std::vector<int64_t> a(static_cast<size_t>(n0));
-  for (int64_t p = 0; p < n0; ++p) a[static_cast<size_t>(p)] = p, out[static_cast<size_t>(p)] = p + 1;  // out holds b
-  for (int l = 1; l < t.order; ++l) {
-    const Level& lv = t.levels[l];
-    if (lv.kind == LevelKind::Dense) {
-      const int64_t d = t.level_dim(l);
-      for (int64_t p = 0; p < n0; ++p) a[static_cast<size_t>(p)] *= d, out[static_cast<size_t>(p)] *= d;
-    } else if (lv.kind == LevelKind::Compressed) {
-      const int64_t* pos = lv.pos.as<int64_t>();
-      for (int64_t p = 0; p < n0; ++p)
-        a[static_cast<size_t>(p)] = pos[a[static_cast<size_t>(p)]], out[static_cast<size_t>(p)] = pos[out[static_cast<size_t>(p)]];
-    }  // a singleton level keeps one entry per parent: [a, b) unchanged
-  }
-  for (int64_t p = 0; p < n0; ++p) out[static_cast<size_t>(p)] -= a[static_cast<size_t>(p)];
-  return out;
-}
-
 // The position in the last level of `t` where the subtree of level-0 position p begins (p may be
 // one past the end): the entries under level-0 positions [a, b) are last_level_begin(t, b) -
 // last_level_begin(t, a), in O(order) however many positions the range holds.
@@ -127,8 +93,22 @@ int64_t last_level_begin(const Tensor& t, int64_t p) {
     const Level& lv = t.levels[l];
     if (lv.kind == LevelKind::Dense) p *= t.level_dim(l);
     else if (lv.kind == LevelKind::Compressed) p = lv.pos.as<int64_t>()[p];
-  }
+  }  // a singleton level keeps one entry per parent: p unchanged
   return p;
+}
+
+// Stored entries under each position of level 0 of `t` (the last level's entries of its subtree).
+std::vector<int64_t> entries_under_level0(const Tensor& t) {
+  if (t.order == 0) return {};
+  const int64_t n0 = std::max<int64_t>(0, t.levels[0].kind == LevelKind::Dense ? t.level_dim(0) : t.level_entries(0));
+  std::vector<int64_t> out(static_cast<size_t>(n0));
+  int64_t begin = last_level_begin(t, 0);
+  for (int64_t p = 0; p < n0; ++p) {
+    const int64_t end = last_level_begin(t, p + 1);
+    out[static_cast<size_t>(p)] = end - begin;
+    begin = end;
+  }
+  return out;
 }
 
 // True when every level of `t` is dense: the same number of entries under each coordinate.
