@@ -185,7 +185,8 @@ template <class S, class I, class V> struct Dotter {
 
 // Emits the matched coordinates and products of a pair. Short pairs take the scalar merge of
 // the merge schedule (ewise::merge_row_mult: galloping when one side is 16x longer), long ones
-// the generated emit kernel (vpcompress) over the trimmed overlap.
+// the generated emit kernel (vpcompress) over the trimmed overlap. Pairs with the same
+// coordinates (a structurally symmetric A in B o A^T) are multiplied pairwise without a merge.
 template <class S, class I, class V> struct Emitter {
   CoiterTiers fast;
   bool trim = true;
@@ -197,6 +198,12 @@ template <class S, class I, class V> struct Emitter {
   inline int64_t emit(const I* ac, const V* av, int64_t na, const I* bc, const V* bv, int64_t nb, I* oc,
                       V* ov) const {
     if (std::min(na, nb) < fast.first()) return ewise::merge_row_mult<S>(ac, av, 0, na, bc, bv, 0, nb, oc, ov, 0);
+    return emit_long(ac, av, na, bc, bv, nb, oc, ov);
+  }
+  // The pairs emit() does not give to the scalar merge (min(na, nb) >= fast.first()).
+  int64_t emit_long(const I* ac, const V* av, int64_t na, const I* bc, const V* bv, int64_t nb, I* oc,
+                    V* ov) const {
+    if (na == nb && ewise::same_coordinates(ac, bc, na)) return ewise::multiply_same<S>(ac, av, bv, na, oc, ov);
     if (trim) {
       if (disjoint(ac, na, bc, nb)) return 0;
       trim_pair(ac, av, na, bc, bv, nb);
@@ -446,26 +453,27 @@ Tensor ewise_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg, 
   const auto A = cs_view<I, V>(At);
   const auto B = cs_view<I, V>(Bt);
   const Emitter<S, I, V> em(cfg, semiring);
-  const int64_t outer = A.outer;
-  std::vector<int64_t> work(static_cast<size_t>(outer) + 1), bound(static_cast<size_t>(outer) + 1);
-  work[0] = bound[0] = 0;
-  for (int64_t s = 0; s < outer; ++s) {
-    const int64_t la = A.pos[s + 1] - A.pos[s], lb = B.pos[s + 1] - B.pos[s];
-    work[s + 1] = work[s] + 1 + la + lb;
-    bound[s + 1] = bound[s] + std::min(la, lb);
-  }
-  const Partition part = partition_by_prefix(work.data(), outer, w, "nnz of A's and B's rows");
-  Tensor C = assemble_by_pieces<I, V>(w, part, outer, A.inner, bound.data(), 0, alloc, At.value_type, true,
-                                      [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
-                                        int64_t q = 0;
-                                        for (int64_t s = r0; s < r1; ++s) {
-                                          const int64_t a0 = A.pos[s], b0 = B.pos[s];
-                                          q += em.emit(A.crd + a0, A.val + a0, A.pos[s + 1] - a0, B.crd + b0,
-                                                       B.val + b0, B.pos[s + 1] - b0, oc + q, ov + q);
-                                          ends[s] = q;
-                                        }
-                                        return q;
-                                      });
+  Tensor C = ewise::assemble_rows<I, V>(A, B, w, alloc, At.value_type,
+                                        [](int64_t la, int64_t lb) { return std::min(la, lb); },
+                                        [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
+                                          // Locals, not the captured views: the stores to oc/ov/ends
+                                          // would otherwise reload every field each row.
+                                          const int64_t *ap = A.pos, *bp = B.pos;
+                                          const I *ac = A.crd, *bc = B.crd;
+                                          const V *av = A.val, *bv = B.val;
+                                          const int64_t first = em.fast.first();
+                                          int64_t q = 0;
+                                          for (int64_t s = r0; s < r1; ++s) {
+                                            const int64_t a0 = ap[s], a1 = ap[s + 1], b0 = bp[s], b1 = bp[s + 1];
+                                            if (std::min(a1 - a0, b1 - b0) < first)
+                                              q = ewise::merge_row_mult<S>(ac, av, a0, a1, bc, bv, b0, b1, oc, ov, q);
+                                            else
+                                              q += em.emit_long(ac + a0, av + a0, a1 - a0, bc + b0, bv + b0, b1 - b0,
+                                                                oc + q, ov + q);
+                                            ends[s] = q;
+                                          }
+                                          return q;
+                                        });
   if (!is_csr(At)) {  // the CSR arrays of (A .* B)^T are the CSC arrays of A .* B
     std::swap(C.dims[0], C.dims[1]);
     std::swap(C.mode_order[0], C.mode_order[1]);

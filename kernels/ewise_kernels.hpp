@@ -22,6 +22,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "kernels/sparse_assembly.hpp"
@@ -65,13 +67,29 @@ inline void require_same(int64_t ao, int64_t ai, int64_t bo, int64_t bi, const c
   if (ao != bo || ai != bi) fail(SJ_ERR_SHAPE_MISMATCH, op, ": operands are ", ao, "x", ai, " and ", bo, "x", bi);
 }
 
-// Intersection of two sorted segments, appended at out (returns the new end).
+// Rows with the same coordinates (B o A^T for a structurally symmetric A, two operands of
+// one pattern): their intersection is either row, so the values are multiplied pairwise with
+// no merge. The test stops at the first difference, so rows that differ cost little.
+template <class I> inline bool same_coordinates(const I* a, const I* b, int64_t n) {
+  if (n >= 16) return std::memcmp(a, b, sizeof(I) * static_cast<size_t>(n)) == 0;
+  for (int64_t k = 0; k < n; ++k)
+    if (a[k] != b[k]) return false;
+  return true;
+}
 template <class S, class I, class V>
-inline int64_t merge_row_mult(const I* ac, const V* av, int64_t pa, int64_t ea, const I* bc, const V* bv, int64_t pb,
-                              int64_t eb, I* oc, V* ov, int64_t q) {
-  const int64_t la = ea - pa, lb = eb - pb;
-  if (la == 0 || lb == 0 || ac[ea - 1] < bc[pb] || bc[eb - 1] < ac[pa]) return q;
-  if (la * 16 < lb) {
+inline int64_t multiply_same(const I* c, const V* av, const V* bv, int64_t n, I* oc, V* ov) {
+  for (int64_t k = 0; k < n; ++k) {
+    oc[k] = c[k];
+    ov[k] = S::mul(av[k], bv[k]);
+  }
+  return n;
+}
+
+// A row pair whose lengths are skewed (>= 16x): each entry of the short side gallops the long.
+template <class S, class I, class V>
+[[gnu::noinline]] int64_t merge_row_mult_skewed(const I* ac, const V* av, int64_t pa, int64_t ea, const I* bc,
+                                                const V* bv, int64_t pb, int64_t eb, I* oc, V* ov, int64_t q) {
+  if (ea - pa < eb - pb) {
     for (; pa < ea && pb < eb; ++pa) {
       pb = gallop(bc, pb, eb, ac[pa]);
       if (pb < eb && bc[pb] == ac[pa]) {
@@ -81,51 +99,71 @@ inline int64_t merge_row_mult(const I* ac, const V* av, int64_t pa, int64_t ea, 
     }
     return q;
   }
-  if (lb * 16 < la) {
-    for (; pa < ea && pb < eb; ++pb) {
-      pa = gallop(ac, pa, ea, bc[pb]);
-      if (pa < ea && ac[pa] == bc[pb]) {
-        oc[q] = bc[pb];
-        ov[q++] = S::mul(av[pa++], bv[pb]);
-      }
+  for (; pa < ea && pb < eb; ++pb) {
+    pa = gallop(ac, pa, ea, bc[pb]);
+    if (pa < ea && ac[pa] == bc[pb]) {
+      oc[q] = bc[pb];
+      ov[q++] = S::mul(av[pa++], bv[pb]);
     }
-    return q;
   }
+  return q;
+}
+
+// Intersection of two sorted segments, appended at out (returns the new end). Small enough to
+// inline into the row loops: equal rows and skewed pairs leave early; the merge itself is
+// branch-free (each step writes at q and keeps it only on a match: q stays below
+// min(la, lb), within the row's bound), so mixed match patterns cost no mispredictions.
+template <class S, class I, class V>
+inline int64_t merge_row_mult(const I* ac, const V* av, int64_t pa, int64_t ea, const I* bc, const V* bv, int64_t pb,
+                              int64_t eb, I* oc, V* ov, int64_t q) {
+  const int64_t la = ea - pa, lb = eb - pb;
+  if (la == 0 || lb == 0) return q;
+  if (la == lb && same_coordinates(ac + pa, bc + pb, la))
+    return q + multiply_same<S>(ac + pa, av + pa, bv + pb, la, oc + q, ov + q);
+  if (ac[ea - 1] < bc[pb] || bc[eb - 1] < ac[pa]) return q;
+  if (la * 16 < lb || lb * 16 < la) return merge_row_mult_skewed<S>(ac, av, pa, ea, bc, bv, pb, eb, oc, ov, q);
   while (pa < ea && pb < eb) {
     const I a = ac[pa], b = bc[pb];
-    if (a == b) {
-      oc[q] = a;
-      ov[q++] = S::mul(av[pa], bv[pb]);
-    }
+    oc[q] = a;
+    ov[q] = S::mul(av[pa], bv[pb]);
+    q += a == b;
     pa += a <= b;
     pb += b <= a;
   }
   return q;
 }
 
-// Per-row prefix sums of both operands' row lengths (the work of a merge) and of a per-row
-// output bound bound(lenA, lenB).
-template <class I, class V, class Bound>
-void merge_prefixes(const CsView<I, V>& A, const CsView<I, V>& B, std::vector<int64_t>& work,
-                    std::vector<int64_t>& bound, Bound&& per_row) {
+// The assembly of a row-by-row element-wise result (kernels/sparse_assembly.hpp).
+// per_row(la, lb) bounds a row's output. A serial call sizes the result by the total bound
+// alone (no per-row arrays: on tiny and one-entry-per-row inputs those were a third of the
+// call); a parallel one splits rows by merge work, nnz of both rows + 1.
+template <class I, class V, class Bound, class Fill>
+Tensor assemble_rows(const CsView<I, V>& A, const CsView<I, V>& B, Workers& w, const Allocator& alloc, ValueType vt,
+                     Bound&& per_row, Fill&& fill) {
   const int64_t rows = A.outer;
-  work.resize(static_cast<size_t>(rows) + 1);
-  bound.resize(static_cast<size_t>(rows) + 1);
+  constexpr const char* kBasis = "nnz of A's and B's rows";
+  if (w.threads <= 1 || rows <= 1) {
+    w.basis = kBasis;
+    int64_t total = 0;
+    for (int64_t i = 0; i < rows; ++i) total += per_row(A.pos[i + 1] - A.pos[i], B.pos[i + 1] - B.pos[i]);
+    return assemble_serial<I, V>(rows, A.inner, total, 0, alloc, vt, true, std::forward<Fill>(fill));
+  }
+  std::unique_ptr<int64_t[]> work(new int64_t[static_cast<size_t>(rows) + 1]);
+  std::unique_ptr<int64_t[]> bound(new int64_t[static_cast<size_t>(rows) + 1]);
   work[0] = bound[0] = 0;
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t la = A.pos[i + 1] - A.pos[i], lb = B.pos[i + 1] - B.pos[i];
     work[i + 1] = work[i] + la + lb + 1;
     bound[i + 1] = bound[i] + per_row(la, lb);
   }
+  const Partition part = partition_by_prefix(work.get(), rows, w, kBasis);
+  return assemble_by_pieces<I, V>(w, part, rows, A.inner, bound.get(), 0, alloc, vt, true, std::forward<Fill>(fill));
 }
 
 template <class S, class I, class V>
 Tensor merge_mult(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt, Workers& w) {
   require_same(A.outer, A.inner, B.outer, B.inner, "ewise_mult");
-  std::vector<int64_t> work, bound;
-  merge_prefixes(A, B, work, bound, [](int64_t la, int64_t lb) { return std::min(la, lb); });
-  const Partition part = partition_by_prefix(work.data(), A.outer, w, "nnz of A's and B's rows");
-  return assemble_by_pieces<I, V>(w, part, A.outer, A.inner, bound.data(), 0, alloc, vt, true,
+  return assemble_rows<I, V>(A, B, w, alloc, vt, [](int64_t la, int64_t lb) { return std::min(la, lb); },
                                   [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
                                     int64_t q = 0;
                                     for (int64_t i = r0; i < r1; ++i) {
@@ -140,10 +178,7 @@ Tensor merge_mult(const Allocator& alloc, const CsView<I, V>& A, const CsView<I,
 template <class S, class I, class V>
 Tensor merge_add(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt, Workers& w) {
   require_same(A.outer, A.inner, B.outer, B.inner, "ewise_add");
-  std::vector<int64_t> work, bound;
-  merge_prefixes(A, B, work, bound, [](int64_t la, int64_t lb) { return la + lb; });
-  const Partition part = partition_by_prefix(work.data(), A.outer, w, "nnz of A's and B's rows");
-  return assemble_by_pieces<I, V>(w, part, A.outer, A.inner, bound.data(), 0, alloc, vt, true,
+  return assemble_rows<I, V>(A, B, w, alloc, vt, [](int64_t la, int64_t lb) { return la + lb; },
                                   [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
   int64_t q = 0;
   for (int64_t i = r0; i < r1; ++i) {

@@ -56,7 +56,8 @@ struct UseCounter {
 };
 int64_t transposed_uses(const Tensor& t, bool bump) {
   if (!t.derived) return 0;
-  auto c = t.derived->fact<UseCounter>("ewise-transposed-uses", [] { return UseCounter{}; });
+  static const std::string key = "ewise-transposed-uses";  // not a string built per call
+  auto c = t.derived->fact<UseCounter>(key, [] { return UseCounter{}; });
   return bump ? c->n.fetch_add(1, std::memory_order_relaxed) : c->n.load(std::memory_order_relaxed);
 }
 
@@ -116,18 +117,17 @@ class Merge final : public ScheduleImpl {
   Tensor run(const ExecInputs& in) const override {
     if (op_ == SJ_OP_EWISE_MULT) {
       if (in.req.options.transpose_b) transposed_uses(in.req.operands[1], true);
-      const PreparedOperands p = with_transposed_b(in.req, in.prepared, in.ctx.allocator);
-      const auto& ops = p.operands;
+      const Tensor& a = in.prepared.operands[0];
+      const Tensor b = merge_operand_b(in.req, in.prepared, in.ctx.allocator);
       kernels::CoiterConfig cfg;
       if (in.state) {
         cfg = *static_cast<const kernels::CoiterConfig*>(in.state);
       } else {
-        const double ra = ops[0].dims[0] ? double(ops[0].nnz()) / double(ops[0].dims[0]) : 0;
-        const double rb = ops[1].dims[0] ? double(ops[1].nnz()) / double(ops[1].dims[0]) : 0;
+        const double ra = a.dims[0] ? double(a.nnz()) / double(a.dims[0]) : 0;
+        const double rb = b.dims[0] ? double(b.nnz()) / double(b.dims[0]) : 0;
         cfg = kernels::coiter_config(in.req.options, in.prepared.index_type, in.prepared.value_type, ra, rb);
       }
-      return kernels::coiter_ewise_mult(ops[0], ops[1], in.req.options.semiring, cfg, in.ctx.allocator,
-                                        &workers_of(in));
+      return kernels::coiter_ewise_mult(a, b, in.req.options.semiring, cfg, in.ctx.allocator, &workers_of(in));
     }
     return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);

@@ -8,6 +8,7 @@
 //                        chunk) writes straight into the result, sized by the bound.
 //   assemble_two_pass    symbolic counts per row -> prefix sum -> numeric fill at the final
 //                        positions; for outputs whose upper bound would be too large.
+//   assemble_serial      the one-chunk case, for a serial caller that knows only the total bound.
 //   assemble_vector_pieces   the pieces way for a sparse vector (at most one entry per row).
 //
 // Rows are computed by the caller's functions exactly as in a serial loop, so the result does
@@ -15,6 +16,7 @@
 #pragma once
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "src/block_pool.hpp"
@@ -25,6 +27,26 @@ namespace sj {
 
 template <class I> constexpr IndexType index_type_of() { return sizeof(I) == 4 ? IndexType::I32 : IndexType::I64; }
 
+// One chunk: fill writes straight into result arrays sized by the total bound (the serial
+// case of assemble_by_pieces; a serial caller that knows only the total calls it directly).
+template <class I, class V, class Fill>
+Tensor assemble_serial(int64_t rows, int64_t cols, int64_t bound, int64_t slack, const Allocator& alloc, ValueType vt,
+                       bool shrink, Fill&& fill) {
+  const IndexType it = index_type_of<I>();
+  Tensor C = make_compressed_matrix(alloc, true, rows, cols, bound + slack, it, vt);
+  int64_t* pos = C.levels[1].pos.template as_mut<int64_t>();
+  pos[0] = 0;
+  const int64_t nnz =
+      rows > 0 ? fill(int64_t(0), rows, C.levels[1].crd.template as_mut<I>(), C.values.template as_mut<V>(), pos + 1)
+               : 0;
+  if (!shrink || nnz * 2 >= bound || bound < 1024) return C;
+  Tensor E = make_compressed_matrix(alloc, true, rows, cols, nnz, it, vt);
+  std::memcpy(E.levels[1].pos.mutable_data(), pos, sizeof(int64_t) * static_cast<size_t>(rows + 1));
+  std::memcpy(E.levels[1].crd.mutable_data(), C.levels[1].crd.data(), sizeof(I) * static_cast<size_t>(nnz));
+  std::memcpy(E.values.mutable_data(), C.values.data(), sizeof(V) * static_cast<size_t>(nnz));
+  return E;
+}
+
 // fill(r0, r1, I* oc, V* ov, int64_t* ends) writes rows [r0, r1) back to back from oc/ov,
 // sets ends[r] (absolute row r) to the end of row r relative to oc, and returns the count.
 // bound_prefix: rows + 1 entries, a prefix sum of per-row upper bounds; `slack` entries of
@@ -34,21 +56,8 @@ template <class I, class V, class Fill>
 Tensor assemble_by_pieces(Workers& w, const Partition& p, int64_t rows, int64_t cols, const int64_t* bound_prefix,
                           int64_t slack, const Allocator& alloc, ValueType vt, bool shrink, Fill&& fill) {
   const IndexType it = index_type_of<I>();
-  if (p.chunks() <= 1) {
-    const int64_t bound = bound_prefix[rows];
-    Tensor C = make_compressed_matrix(alloc, true, rows, cols, bound + slack, it, vt);
-    int64_t* pos = C.levels[1].pos.template as_mut<int64_t>();
-    pos[0] = 0;
-    const int64_t nnz = rows > 0 ? fill(int64_t(0), rows, C.levels[1].crd.template as_mut<I>(),
-                                        C.values.template as_mut<V>(), pos + 1)
-                                 : 0;
-    if (!shrink || nnz * 2 >= bound || bound < 1024) return C;
-    Tensor E = make_compressed_matrix(alloc, true, rows, cols, nnz, it, vt);
-    std::memcpy(E.levels[1].pos.mutable_data(), pos, sizeof(int64_t) * static_cast<size_t>(rows + 1));
-    std::memcpy(E.levels[1].crd.mutable_data(), C.levels[1].crd.data(), sizeof(I) * static_cast<size_t>(nnz));
-    std::memcpy(E.values.mutable_data(), C.values.data(), sizeof(V) * static_cast<size_t>(nnz));
-    return E;
-  }
+  if (p.chunks() <= 1)
+    return assemble_serial<I, V>(rows, cols, bound_prefix[rows], slack, alloc, vt, shrink, std::forward<Fill>(fill));
   const int64_t k = p.chunks();
   std::vector<int64_t> ends(static_cast<size_t>(rows) + 1, 0);
   std::vector<ScratchArray<I>> pc(static_cast<size_t>(k));

@@ -184,8 +184,12 @@ Tensor as_csr(const Tensor& t, bool transposed, IndexType it, const Allocator& a
   if (!transposed && is_csr(t) && t.index_type == it) return t;
   if (transposed && is_csc(t) && t.index_type == it) return make_csr(t, true, it, alloc);
   if (!t.derived) return make_csr(t, transposed, it, alloc);
-  // Conversions that move data are kept with the operand for the next call.
-  std::string key = cat(transposed ? "csr-of-transpose/" : "csr/", to_string(it));
+  // Conversions that move data are kept with the operand for the next call. Constant keys:
+  // a B^T kept for repeated element-wise calls is looked up on every call.
+  static const std::string keys[2][2] = {{cat("csr/", to_string(IndexType::I32)), cat("csr/", to_string(IndexType::I64))},
+                                         {cat("csr-of-transpose/", to_string(IndexType::I32)),
+                                          cat("csr-of-transpose/", to_string(IndexType::I64))}};
+  const std::string& key = keys[transposed ? 1 : 0][it == IndexType::I64 ? 1 : 0];
   return t.derived->get_or_make(key, [&] { return make_csr(t, transposed, it, alloc); });
 }
 
@@ -228,10 +232,14 @@ PreparedOperands prepare(const OpRequest& r, const Allocator& alloc) {
   return p;
 }
 
+Tensor merge_operand_b(const OpRequest& r, const PreparedOperands& p, const Allocator& alloc) {
+  return p.b_transpose_deferred ? as_csr(r.operands[1], true, p.index_type, alloc) : p.operands[1];
+}
+
 PreparedOperands with_transposed_b(const OpRequest& r, const PreparedOperands& p, const Allocator& alloc) {
   PreparedOperands q = p;
   if (q.b_transpose_deferred) {
-    q.operands[1] = as_csr(r.operands[1], true, q.index_type, alloc);
+    q.operands[1] = merge_operand_b(r, p, alloc);
     q.b_transpose_deferred = false;
   }
   return q;

@@ -45,8 +45,11 @@ struct PreparedOperands {
 };
 PreparedOperands prepare(const OpRequest& req, const Allocator& alloc);
 
-// The prepared operands with a deferred B^T made (kept on B's handle): for schedules that
-// merge with B^T. A copy of `p` when nothing was deferred.
+// The B operand of a schedule that merges with B^T: the deferred B^T made (kept on B's
+// handle), else the prepared B.
+Tensor merge_operand_b(const OpRequest& req, const PreparedOperands& p, const Allocator& alloc);
+// The prepared operands with a deferred B^T made (as above). A copy of `p` when nothing was
+// deferred.
 PreparedOperands with_transposed_b(const OpRequest& req, const PreparedOperands& p, const Allocator& alloc);
 
 // The CSR form of `t`, or of its transpose (zero-copy when t is CSC and types agree).
