@@ -496,7 +496,10 @@ int main(int argc, char** argv) {
   GxB_Global_Option_set_INT32(GxB_GLOBAL_NTHREADS, 1);
 #endif
   sj_context* ctx = nullptr;
-  sj_context_create(nullptr, &ctx);
+  sj_config cfg;
+  sj_config_init(&cfg);
+  cfg.threads = 1;  // single thread, as every peer here (the default context takes every CPU)
+  sj_context_create(&cfg, &ctx);
   std::vector<Csr> inputs;
   for (auto& f : sj::test::shared_matrices()) {
     if (!filter.empty() && f.string().find(filter) == std::string::npos) continue;

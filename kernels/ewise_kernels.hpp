@@ -136,14 +136,14 @@ inline int64_t merge_row_mult(const I* ac, const V* av, int64_t pa, int64_t ea, 
 // The assembly of a row-by-row element-wise result (kernels/sparse_assembly.hpp).
 // per_row(la, lb) bounds a row's output. A serial call sizes the result by the total bound
 // alone (no per-row arrays: on tiny and one-entry-per-row inputs those were a third of the
-// call); a parallel one splits rows by merge work, nnz of both rows + 1.
+// call); a parallel one (worth_parallel) splits rows by merge work, nnz of both rows + 1.
 template <class I, class V, class Bound, class Fill>
 Tensor assemble_rows(const CsView<I, V>& A, const CsView<I, V>& B, Workers& w, const Allocator& alloc, ValueType vt,
                      Bound&& per_row, Fill&& fill) {
   const int64_t rows = A.outer;
   constexpr const char* kBasis = "nnz of A's and B's rows";
-  if (w.threads <= 1 || rows <= 1) {
-    w.basis = kBasis;
+  if (rows <= 1 || !worth_parallel(w, A.pos[rows] - A.pos[0] + B.pos[rows] - B.pos[0] + rows)) {
+    if (w.threads <= 1) w.basis = kBasis;
     int64_t total = 0;
     for (int64_t i = 0; i < rows; ++i) total += per_row(A.pos[i + 1] - A.pos[i], B.pos[i + 1] - B.pos[i]);
     return assemble_serial<I, V>(rows, A.inner, total, 0, alloc, vt, true, std::forward<Fill>(fill));

@@ -156,10 +156,12 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, int64_t
 
 // The partition of push: output rows by A's nnz per row (`row_pos`: A's CSR positions).
 inline Partition push_partition(const int64_t* row_pos, int64_t m, int64_t nx, int64_t n, Workers& w) {
-  // Expected products ~ nnz(A) * nx / n: below a chunk's work the call stays serial.
-  if (w.threads <= 1 || n <= 0 || static_cast<double>(row_pos[m]) * static_cast<double>(nx) / static_cast<double>(n) <
-                                      2.0 * static_cast<double>(parallel_tuning().min_chunk_work.load()))
+  // Expected products ~ nnz(A) * nx / n: below two chunks' work, or worth_parallel's
+  // threshold, the call stays serial.
+  const double expected = n > 0 ? static_cast<double>(row_pos[m]) * static_cast<double>(nx) / static_cast<double>(n) : 0;
+  if (w.threads <= 1 || n <= 0 || expected < 2.0 * static_cast<double>(parallel_tuning().min_chunk_work.load()))
     return partition_by_prefix(nullptr, m, w, "serial: few products");
+  if (!worth_parallel(w, static_cast<int64_t>(expected))) return partition_by_prefix(nullptr, m, w, w.basis);
   Partition p = partition_by_prefix(row_pos, m, w, "A's nnz per output row");
   // Every chunk walks all of x's columns (a range test and a binary search into each, ~4 units
   // per stored x), so the default ~8 chunks per thread pay only when products dwarf that:

@@ -79,7 +79,10 @@ class BlockPool {
 template <class T> class ScratchArray {
  public:
   ScratchArray() = default;
-  explicit ScratchArray(size_t n) : bytes_((std::max<size_t>(1, n) * sizeof(T) + 63) / 64 * 64) {
+  // At least the pool's smallest class, so that it is always kept and reused: a smaller one
+  // would go to malloc, whose heap top is trimmed on free and faulted in again next call.
+  explicit ScratchArray(size_t n)
+      : bytes_(std::max(BlockPool::kMinBlock, (std::max<size_t>(1, n) * sizeof(T) + 63) / 64 * 64)) {
     p_ = static_cast<T*>(BlockPool::global().allocate(bytes_, 64));
     if (!p_) throw std::bad_alloc();
   }

@@ -40,12 +40,21 @@ void Workers::run_indexed(const Partition& p, const std::function<void(int64_t, 
 }
 
 namespace {
+constexpr const char* kTooLittleWork = "serial: less estimated work than a parallel run pays for (min_parallel_work)";
+
 Partition one_chunk(int64_t n) {
   Partition p;
   p.bounds = {0, std::max<int64_t>(0, n)};
   return p;
 }
 }  // namespace
+
+bool worth_parallel(Workers& w, int64_t total_work) {
+  if (w.threads <= 1) return false;
+  if (total_work >= parallel_tuning().min_parallel_work.load(std::memory_order_relaxed)) return true;
+  w.basis = kTooLittleWork;
+  return false;
+}
 
 Partition partition_by_prefix(const int64_t* prefix, int64_t n, Workers& w, const char* basis) {
   w.basis = basis;
@@ -60,6 +69,10 @@ Partition partition_by_prefix(const int64_t* prefix, int64_t n, Workers& w, cons
     return p;
   }
   const int64_t total = prefix[n] - prefix[0];
+  if (total < t.min_parallel_work.load(std::memory_order_relaxed)) {
+    w.basis = kTooLittleWork;
+    return one_chunk(n);
+  }
   const int64_t min_work = std::max<int64_t>(1, t.min_chunk_work.load(std::memory_order_relaxed));
   int64_t k = std::min<int64_t>(int64_t(w.threads) * t.chunks_per_thread.load(std::memory_order_relaxed), n);
   k = std::min(k, std::max<int64_t>(1, total / min_work));
@@ -88,9 +101,14 @@ Partition partition_even(int64_t n, int64_t work_per_item, Workers& w, const cha
   w.basis = basis;
   if (w.threads <= 1 || n <= 1) return one_chunk(n);
   const ParallelTuning& t = parallel_tuning();
+  const int64_t total = n * std::max<int64_t>(1, work_per_item);
+  if (total < t.min_parallel_work.load(std::memory_order_relaxed)) {
+    w.basis = kTooLittleWork;
+    return one_chunk(n);
+  }
   const int64_t min_work = std::max<int64_t>(1, t.min_chunk_work.load(std::memory_order_relaxed));
   int64_t k = std::min<int64_t>(int64_t(w.threads) * t.chunks_per_thread.load(std::memory_order_relaxed), n);
-  k = std::min(k, std::max<int64_t>(1, n * std::max<int64_t>(1, work_per_item) / min_work));
+  k = std::min(k, std::max<int64_t>(1, total / min_work));
   if (k <= 1) return one_chunk(n);
   Partition p;
   p.bounds.resize(static_cast<size_t>(k) + 1);

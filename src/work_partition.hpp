@@ -29,6 +29,11 @@ enum class PartitionMode { Dynamic, StaticRows };
 struct ParallelTuning {
   std::atomic<int> mode{static_cast<int>(PartitionMode::Dynamic)};
   std::atomic<int64_t> min_chunk_work{1 << 14};  // estimated work units (~1 ns each) per chunk
+  // A call with less estimated work stays on one thread. Waking a pool thread and joining
+  // (twice for a sparse result: fill, then copy) costs ~6-16 us here, more under load, and the
+  // pieces are copied once more: at 16k units a 2-thread B o A^T of 60k units ran 1.7-3x
+  // slower than one thread (GraphBLAS's threshold, GxB_CHUNK, is 64k per thread).
+  std::atomic<int64_t> min_parallel_work{1 << 18};
   std::atomic<int> chunks_per_thread{8};
 };
 ParallelTuning& parallel_tuning();
@@ -59,8 +64,13 @@ struct Workers {
   void run_indexed(const Partition& p, const std::function<void(int64_t chunk, int64_t begin, int64_t end)>& body);
 };
 
+// Whether a call of this much estimated work runs on several threads (threads > 1 and at
+// least min_parallel_work); when not, explain says so. For callers that can skip building a
+// work prefix when the total is known.
+bool worth_parallel(Workers& w, int64_t total_work);
+
 // Splits [0, n) by the work prefix sum `prefix` (n + 1 entries, prefix[0] = 0,
-// non-decreasing). One chunk when the call is serial or the total is below one chunk's work.
+// non-decreasing). One chunk when the call is serial or the total is below min_parallel_work.
 Partition partition_by_prefix(const int64_t* prefix, int64_t n, Workers& w, const char* basis);
 
 // At most k chunks of equal work by `prefix` (as above), whatever the thread count: for a

@@ -39,8 +39,15 @@ constexpr int kThreadCounts[] = {1, 2, 3, 7};
 // Small inputs are split into many chunks (the default keeps them serial).
 struct SplitSmallInputs {
   int64_t saved = sj::parallel_tuning().min_chunk_work.load();
-  SplitSmallInputs() { sj::parallel_tuning().min_chunk_work = 1; }
-  ~SplitSmallInputs() { sj::parallel_tuning().min_chunk_work = saved; }
+  int64_t saved_parallel = sj::parallel_tuning().min_parallel_work.load();
+  SplitSmallInputs() {
+    sj::parallel_tuning().min_chunk_work = 1;
+    sj::parallel_tuning().min_parallel_work = 1;
+  }
+  ~SplitSmallInputs() {
+    sj::parallel_tuning().min_chunk_work = saved;
+    sj::parallel_tuning().min_parallel_work = saved_parallel;
+  }
 };
 
 const sj::Context& context(int threads) {
