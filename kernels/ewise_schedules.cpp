@@ -7,7 +7,8 @@
 //   transpose  (transpose_b)   = K + Cr*r + Cmg*(nA + nB) + conv     merge with B^T
 //                                conv = Ct*(nB + rows + cols) when B^T must be built (it is
 //                                not built before a schedule needs it: src/operation.hpp),
-//                                1/20 of that once B's handle has served such a call before
+//                                1/max(20, uses) of that once B's handle has served `uses`
+//                                such calls (the drop-in memo re-plans at powers of two)
 //                                or for an explicit plan (sj_plan_create: executed many
 //                                times; the B^T is kept on the handle and pays back over
 //                                later calls), 0 when kept already or B is given as CSC.
@@ -78,10 +79,11 @@ double transpose_cost(const PlanInputs& in, std::string* note) {
   }
   const MatrixStats& bt = in.stats[1];
   const double full = Ct * (static_cast<double>(bt.nnz) + bt.rows + bt.cols);
-  const bool reused = in.req.repeated || transposed_uses(b, false) > 0;
+  const int64_t uses = transposed_uses(b, false);
+  const bool reused = in.req.repeated || uses > 0;
   *note += reused ? cat("; builds B^T and keeps it (", in.req.repeated ? "a plan" : "repeated operand", ": amortised)")
                   : "; builds B^T";
-  return reused ? full / 20 : full;
+  return reused ? full / std::max<double>(20, static_cast<double>(uses)) : full;  // as SpMSpV's CSC copy
 }
 
 // inner (no transposition) and transpose (B^T, made on first use and kept on B's handle) run

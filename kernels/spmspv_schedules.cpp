@@ -9,8 +9,10 @@
 //              out  (sparse) = Cy*ny + min(Cs*ny*lg(ny), Cm*m);  (dense) = Cf*m + Cy*ny
 //              conv = (Cc*nnz(A) + Cr*(m+n)) * f when A has no CSC copy yet (none is cached
 //              on the handle and A is not given as CSC), f = 1 on the first SpMSpV use of
-//              the handle, 1/20 once the handle has been used before (a repeated operand: the
-//              copy is kept and pays back over the next calls), 0 when cached.
+//              the handle, 1/max(20, uses) once the handle has served `uses` calls (a repeated
+//              operand: the copy is kept and pays back over the next calls; the drop-in memo
+//              re-plans at powers of two, so the copy is bought once the time lost without it
+//              reaches its cost: ski rental), 0 when cached.
 //   densify  = K + Cd*nx + Cr*m + Cg*nnz(A) (+ Cf*m dense output)
 //   search   = K + Cr*m + Cb*m*s*(1 + lg(l/s)),  s = min(L, nx), l = max(L, nx)
 //   inner    = K + Cr*m + Cm2*(nnz(A) + m*nx/2)   (a row's merge stops at its last column)
@@ -161,8 +163,12 @@ class Push final : public SpmspvSchedule {
     } else if (has_form(a, *src.key)) {
       note += "; CSC copy cached on the handle";
     } else {
-      const bool reused = in.req.repeated || uses_of(a, false) > 0;
-      conv = (Cc * f.nnz + Cr * (f.m + f.n)) * (reused ? 0.05 : 1.0);
+      const int64_t uses = uses_of(a, false);
+      const bool reused = in.req.repeated || uses > 0;
+      // Amortised over the calls seen so far, at least 20: the drop-in memo re-plans at every
+      // power of two (src/plan_memo.cpp), so the copy is bought once the time lost without it
+      // reaches its cost.
+      conv = (Cc * f.nnz + Cr * (f.m + f.n)) * (reused ? 1.0 / std::max<double>(20, static_cast<double>(uses)) : 1.0);
       note += reused ? cat("; builds the CSC copy (", in.req.repeated ? "a plan" : "repeated operand", ": amortised)")
                      : "; builds a CSC copy";
     }

@@ -17,7 +17,7 @@ struct MemoEntry {
   sj_op op = SJ_OP_SPGEMM;
   sj_op_options options{};
   std::vector<std::weak_ptr<DerivedForms>> partners;  // operands 1.. (their handles' forms)
-  int calls = 0;
+  int64_t calls = 0;
   std::shared_ptr<Plan> plan;
 };
 
@@ -42,6 +42,17 @@ bool matches(const MemoEntry& e, const Context& ctx, const OpRequest& req) {
   return true;
 }
 
+// Whether the call-th call with the same operands plans again. The second does (its plan knows
+// the operands repeat). Operations whose cost models amortise a conversion kept on a handle over
+// its uses (SpMSpV's CSC copy, element-wise B^T) also re-plan at every power of two up to 2^16:
+// the conversion is bought once the time lost without it reaches its cost (ski rental: at most
+// about twice the better choice in hindsight), for ~16 plans over any number of calls.
+bool replans_at(sj_op op, int64_t call) {
+  if (call == 2) return true;
+  if (op != SJ_OP_SPMSPV && op != SJ_OP_EWISE_MULT) return false;
+  return call <= (int64_t(1) << 16) && (call & (call - 1)) == 0;
+}
+
 }  // namespace
 
 std::shared_ptr<Plan> plan_for_dropin(const Context& ctx, const OpRequest& req) {
@@ -54,7 +65,7 @@ std::shared_ptr<Plan> plan_for_dropin(const Context& ctx, const OpRequest& req) 
     if (home->plan_memo) {
       auto& memo = *static_cast<PlanMemo*>(home->plan_memo.get());
       for (MemoEntry& e : memo.entries)
-        if (matches(e, ctx, req) && e.calls >= 2) {
+        if (matches(e, ctx, req) && !replans_at(e.op, e.calls + 1)) {
           ++e.calls;
           g_reuses.fetch_add(1, std::memory_order_relaxed);
           return e.plan;
@@ -67,7 +78,7 @@ std::shared_ptr<Plan> plan_for_dropin(const Context& ctx, const OpRequest& req) 
   auto& memo = *static_cast<PlanMemo*>(home->plan_memo.get());
   for (MemoEntry& e : memo.entries)
     if (matches(e, ctx, req)) {
-      if (e.calls < 2) e.plan = plan;  // the second call's plan knows the operands repeat
+      if (replans_at(e.op, e.calls + 1)) e.plan = plan;
       ++e.calls;
       return plan;
     }
