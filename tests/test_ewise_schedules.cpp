@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <sstream>
 #include <utility>
 
@@ -92,6 +93,33 @@ TEST(EwiseSchedules, EveryScheduleMatchesReferenceOnRandomInputs) {
   }
 }
 
+// One forced schedule of A o B (o B^T when tb) against the reference, for every forced
+// coiteration config.
+struct MultCase {
+  const sj_tensor* a;
+  const sj_tensor* b;
+  bool tb;
+  sj_schedule sc;
+};
+void mult_cases_every_config(sj_context* c, sj_semiring s, std::initializer_list<MultCase> cases) {
+  for (const MultCase& k : cases) {
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.semiring = s;
+    o.transpose_b = k.tb;
+    o.schedule = SJ_SCHEDULE_REFERENCE;
+    H ref;
+    ASSERT_EQ(sj_ewise_mult(c, k.a, k.b, &o, &ref.t), SJ_OK) << msg();
+    o.schedule = k.sc;
+    for (const auto& f : coiter_forces()) {
+      f.apply(o);
+      H got;
+      ASSERT_EQ(sj_ewise_mult(c, k.a, k.b, &o, &got.t), SJ_OK) << f.name() << ": " << msg();
+      EXPECT_TRUE(same_bits(ref.t->t, got.t->t)) << f.name() << " schedule " << k.sc << " tb " << k.tb;
+    }
+  }
+}
+
 // The element-wise multiply merges (inner, transpose) run the coiteration emit kernels:
 // bit-identical to the reference for every forced coiteration config, on rows whose lengths
 // spread from 0 to ~250 (every width's fast lane and every per-pair tier runs), with B given
@@ -105,29 +133,9 @@ template <class I, class V> void mult_every_config(sj_semiring s, uint64_t seed)
   B.t = csr_handle(ctx.c, sj::test::random_power_law<I, V>(rng, 40, 400, 80.0, 1.3, {0.1, 0, vals}));
   BT.t = csr_handle(ctx.c, sj::test::random_uniform<I, V>(rng, 400, 40, 0.5, {0.1, 0, vals}));
   D.t = csr_handle(ctx.c, sj::test::random_banded<I, V>(rng, 40, 400, 0, 300, 0.7, {0, 0, vals}));
-  struct Case {
-    const sj_tensor* a;
-    const sj_tensor* b;
-    bool tb;
-    sj_schedule sc;
-  };
-  for (const Case& c : {Case{A.t, B.t, false, SJ_SCHEDULE_INNER}, Case{A.t, BT.t, true, SJ_SCHEDULE_TRANSPOSE},
-                        Case{A.t, D.t, false, SJ_SCHEDULE_INNER}, Case{D.t, B.t, false, SJ_SCHEDULE_INNER}}) {
-    sj_op_options o;
-    sj_op_options_init(&o);
-    o.semiring = s;
-    o.transpose_b = c.tb;
-    o.schedule = SJ_SCHEDULE_REFERENCE;
-    H ref;
-    ASSERT_EQ(sj_ewise_mult(ctx.c, c.a, c.b, &o, &ref.t), SJ_OK) << msg();
-    o.schedule = c.sc;
-    for (const auto& f : coiter_forces()) {
-      f.apply(o);
-      H got;
-      ASSERT_EQ(sj_ewise_mult(ctx.c, c.a, c.b, &o, &got.t), SJ_OK) << f.name() << ": " << msg();
-      EXPECT_TRUE(same_bits(ref.t->t, got.t->t)) << f.name() << " schedule " << c.sc;
-    }
-  }
+  mult_cases_every_config(ctx.c, s,
+                          {MultCase{A.t, B.t, false, SJ_SCHEDULE_INNER}, MultCase{A.t, BT.t, true, SJ_SCHEDULE_TRANSPOSE},
+                           MultCase{A.t, D.t, false, SJ_SCHEDULE_INNER}, MultCase{D.t, B.t, false, SJ_SCHEDULE_INNER}});
 }
 
 // A structurally symmetric matrix S (the pattern of P + P^T, values not symmetric) and S with
@@ -174,30 +182,10 @@ template <class I, class V> void mult_same_coordinates(sj_semiring s, uint64_t s
   H S, T;
   S.t = csr_handle(ctx.c, sym);
   T.t = csr_handle(ctx.c, shifted);
-  struct Case {
-    const sj_tensor* a;
-    const sj_tensor* b;
-    bool tb;
-    sj_schedule sc;
-  };
-  for (const Case& c : {Case{S.t, S.t, true, SJ_SCHEDULE_TRANSPOSE}, Case{S.t, S.t, false, SJ_SCHEDULE_INNER},
-                        Case{T.t, S.t, false, SJ_SCHEDULE_INNER}, Case{S.t, T.t, false, SJ_SCHEDULE_INNER},
-                        Case{T.t, S.t, true, SJ_SCHEDULE_TRANSPOSE}}) {
-    sj_op_options o;
-    sj_op_options_init(&o);
-    o.semiring = s;
-    o.transpose_b = c.tb;
-    o.schedule = SJ_SCHEDULE_REFERENCE;
-    H ref;
-    ASSERT_EQ(sj_ewise_mult(ctx.c, c.a, c.b, &o, &ref.t), SJ_OK) << msg();
-    o.schedule = c.sc;
-    for (const auto& f : coiter_forces()) {
-      f.apply(o);
-      H got;
-      ASSERT_EQ(sj_ewise_mult(ctx.c, c.a, c.b, &o, &got.t), SJ_OK) << f.name() << ": " << msg();
-      EXPECT_TRUE(same_bits(ref.t->t, got.t->t)) << f.name() << " schedule " << c.sc << " tb " << c.tb;
-    }
-  }
+  mult_cases_every_config(ctx.c, s,
+                          {MultCase{S.t, S.t, true, SJ_SCHEDULE_TRANSPOSE}, MultCase{S.t, S.t, false, SJ_SCHEDULE_INNER},
+                           MultCase{T.t, S.t, false, SJ_SCHEDULE_INNER}, MultCase{S.t, T.t, false, SJ_SCHEDULE_INNER},
+                           MultCase{T.t, S.t, true, SJ_SCHEDULE_TRANSPOSE}});
 }
 
 TEST(EwiseSchedules, RowsWithTheSameCoordinates) {
