@@ -183,10 +183,11 @@ template <class S, class I, class V> struct Dotter {
   }
 };
 
-// Emits the matched coordinates and products of a pair. Short pairs take the scalar merge of
-// the merge schedule (ewise::merge_row_mult: galloping when one side is 16x longer), long ones
+// Emits the matched coordinates and products of a long pair (min(na, nb) >= fast.first()):
 // the generated emit kernel (vpcompress) over the trimmed overlap. Pairs with the same
 // coordinates (a structurally symmetric A in B o A^T) are multiplied pairwise without a merge.
+// Shorter pairs take the scalar merge of the merge schedule (ewise::merge_row_mult: galloping
+// when one side is 16x longer) in the caller's row loop, which keeps fast.first() in a register.
 template <class S, class I, class V> struct Emitter {
   CoiterTiers fast;
   bool trim = true;
@@ -195,12 +196,6 @@ template <class S, class I, class V> struct Emitter {
   Emitter(const CoiterConfig& cfg, sj_semiring semiring) : trim(cfg.trim) {
     fast = kernels_for<I, V>(cfg, semiring, true, hold).emit;
   }
-  inline int64_t emit(const I* ac, const V* av, int64_t na, const I* bc, const V* bv, int64_t nb, I* oc,
-                      V* ov) const {
-    if (std::min(na, nb) < fast.first()) return ewise::merge_row_mult<S>(ac, av, 0, na, bc, bv, 0, nb, oc, ov, 0);
-    return emit_long(ac, av, na, bc, bv, nb, oc, ov);
-  }
-  // The pairs emit() does not give to the scalar merge (min(na, nb) >= fast.first()).
   int64_t emit_long(const I* ac, const V* av, int64_t na, const I* bc, const V* bv, int64_t nb, I* oc,
                     V* ov) const {
     if (na == nb && ewise::same_coordinates(ac, bc, na)) return ewise::multiply_same<S>(ac, av, bv, na, oc, ov);

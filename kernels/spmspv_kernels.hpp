@@ -219,12 +219,12 @@ inline Partition push_partition(const int64_t* row_pos, int64_t m, int64_t nx, i
     return partition_by_prefix(nullptr, m, w, "serial: few products");
   if (!worth_parallel(w, static_cast<int64_t>(expected))) return partition_by_prefix(nullptr, m, w, w.basis);
   Partition p = partition_by_prefix(row_pos, m, w, "A's nnz per output row");
-  // Every chunk walks all of x's columns (a range test and a binary search into each, ~4 units
-  // per stored x), so the default ~8 chunks per thread pay only when products dwarf that:
-  // x at 10% of a 600k-column A (60k columns of 16) cost more at 2 threads than at one.
-  // Fewer, larger chunks (at least one per thread) keep that walk under ~1/8 of the products.
-  const double products = static_cast<double>(row_pos[m]) * static_cast<double>(nx) / static_cast<double>(n);
-  const int64_t k = std::max<int64_t>(w.threads, static_cast<int64_t>(products / (8.0 * 4.0 * static_cast<double>(nx))));
+  // Every chunk walks all of x's entries, and every chunk boundary costs a search of each
+  // column (PushCuts), ~4 units per stored x, so the default ~8 chunks per thread pay only when
+  // products dwarf that (x at 10% of a 600k-column A, 60k columns of 16, cost more at 2
+  // threads than at one). Fewer, larger chunks (at least one per thread) keep that walk under
+  // ~1/8 of the products.
+  const int64_t k = std::max<int64_t>(w.threads, static_cast<int64_t>(expected / (8.0 * 4.0 * static_cast<double>(nx))));
   if (p.chunks() > k) {
     p = partition_into(row_pos, m, k);
     w.basis = "A's nnz per output row, few chunks (each walks all of x)";

@@ -69,10 +69,7 @@ Partition partition_by_prefix(const int64_t* prefix, int64_t n, Workers& w, cons
     return p;
   }
   const int64_t total = prefix[n] - prefix[0];
-  if (total < t.min_parallel_work.load(std::memory_order_relaxed)) {
-    w.basis = kTooLittleWork;
-    return one_chunk(n);
-  }
+  if (!worth_parallel(w, total)) return one_chunk(n);
   const int64_t min_work = std::max<int64_t>(1, t.min_chunk_work.load(std::memory_order_relaxed));
   int64_t k = std::min<int64_t>(int64_t(w.threads) * t.chunks_per_thread.load(std::memory_order_relaxed), n);
   k = std::min(k, std::max<int64_t>(1, total / min_work));
@@ -102,10 +99,7 @@ Partition partition_even(int64_t n, int64_t work_per_item, Workers& w, const cha
   if (w.threads <= 1 || n <= 1) return one_chunk(n);
   const ParallelTuning& t = parallel_tuning();
   const int64_t total = n * std::max<int64_t>(1, work_per_item);
-  if (total < t.min_parallel_work.load(std::memory_order_relaxed)) {
-    w.basis = kTooLittleWork;
-    return one_chunk(n);
-  }
+  if (!worth_parallel(w, total)) return one_chunk(n);
   const int64_t min_work = std::max<int64_t>(1, t.min_chunk_work.load(std::memory_order_relaxed));
   int64_t k = std::min<int64_t>(int64_t(w.threads) * t.chunks_per_thread.load(std::memory_order_relaxed), n);
   k = std::min(k, std::max<int64_t>(1, total / min_work));
