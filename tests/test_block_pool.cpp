@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <random>
 #include <thread>
 #include <vector>
@@ -20,7 +23,47 @@ TEST(BlockPool, SizeClassesArePowersOfTwoFromTheMinimumBlock) {
   EXPECT_EQ(BlockPool::block_size(kMin - 64), kMin - 64);
   EXPECT_EQ(BlockPool::block_size(kMin), kMin);
   EXPECT_EQ(BlockPool::block_size(kMin + 64), 2 * kMin);
-  EXPECT_EQ(BlockPool::block_size(3 * kMin), 4 * kMin);
+  EXPECT_EQ(BlockPool::block_size(2 * kMin), 2 * kMin);
+  // Over 512 KiB a block is at least one huge page, then powers of two again.
+  EXPECT_EQ(BlockPool::block_size(2 * kMin + 64), BlockPool::kHugePage);
+  EXPECT_EQ(BlockPool::block_size(3 * kMin), BlockPool::kHugePage);
+  EXPECT_EQ(BlockPool::block_size(BlockPool::kHugePage), BlockPool::kHugePage);
+  EXPECT_EQ(BlockPool::block_size(BlockPool::kHugePage + 1), 2 * BlockPool::kHugePage);
+}
+
+// The VmFlags line of the mapping that holds `p`, from /proc/self/smaps ("" if not found).
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  while (std::getline(smaps, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find('-') < line.find(' ')) {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+// Large blocks start on a huge-page boundary and carry MADV_HUGEPAGE, so their first touch is
+// one fault per 2 MiB (docs/runtime-overhead.md); smaller pooled blocks do not.
+TEST(BlockPool, LargeBlocksAreAlignedAndAdvisedAsHugePages) {
+  BlockPool pool(64 * kMin);
+  void* big = pool.allocate(3 * kMin, 64);
+  void* mid = pool.allocate(2 * kMin, 64);
+  ASSERT_NE(big, nullptr);
+  ASSERT_NE(mid, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % BlockPool::kHugePage, 0u);
+  std::memset(big, 1, BlockPool::block_size(3 * kMin));  // the whole block is usable
+  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    EXPECT_NE(vm_flags_of(big).find(" hg"), std::string::npos) << vm_flags_of(big);
+  }
+  pool.free(mid, 2 * kMin);
+  pool.free(big, 3 * kMin);
+  pool.release();
 }
 
 TEST(BlockPool, AFreedBlockIsHandedOutAgainForItsSizeClass) {
