@@ -1,5 +1,7 @@
 #include "src/block_pool.hpp"
 
+#include "src/huge_pages.hpp"
+
 #include <atomic>
 #include <bit>
 #include <cstdint>
@@ -7,8 +9,6 @@
 #include <iterator>
 #include <limits>
 #include <vector>
-
-#include <sys/mman.h>
 
 #if defined(__SANITIZE_ADDRESS__)  // GCC
 #define SJ_ASAN 1
@@ -70,22 +70,11 @@ void* BlockPool::allocate(size_t bytes, size_t align) {
       }
   }
   if (block < kMinBlock) return small_allocate(block, align);
-  if (block >= kHugePage) return huge_allocate(block);
+  // From a huge page up, whole 2 MiB pages: one fault per 2 MiB on first touch (huge_pages.hpp).
+  if (block >= kHugePage) return huge_page_allocate(block);
   return std::aligned_alloc(align, block);  // pooled classes are powers of two >= kMinBlock
 }
 
-// Blocks of 2 MiB and over start on a 2 MiB boundary and ask for transparent huge pages, so
-// that their first touch costs one fault per 2 MiB instead of 512. On this VM a fault costs
-// ~15 us, and touching a fresh 8 MiB result took 28-34 ms of CPU in 4 KiB pages against
-// 0.6-0.9 ms with huge pages: most of a process's first call (see docs/runtime-overhead.md).
-// The advice is only a hint: where THP is off (or "never"), the block is an ordinary one.
-void* BlockPool::huge_allocate(size_t block) {
-  void* p = std::aligned_alloc(kHugePage, block);  // block is a power of two >= kHugePage
-#if defined(MADV_HUGEPAGE)
-  if (p) (void)madvise(p, block, MADV_HUGEPAGE);
-#endif
-  return p;
-}
 
 // Small blocks (every array of a tiny call): one malloc with room to align inside it, the
 // malloc'd pointer stored just below the aligned one. glibc's aligned_alloc carves an aligned

@@ -21,12 +21,14 @@
 #include <mutex>
 #include <vector>
 
+#include "src/huge_pages.hpp"
+
 namespace sj {
 
 class BlockPool {
  public:
   static constexpr size_t kMinBlock = size_t(256) << 10;  // smaller ones stay in malloc's heap
-  static constexpr size_t kHugePage = size_t(2) << 20;    // x86-64's transparent huge page
+  static constexpr size_t kHugePage = kHugePageBytes;  // blocks from here: huge pages (huge_pages.hpp)
 
   // `needs_lease`: keep freed blocks only while some Lease is alive (the global pool).
   explicit BlockPool(size_t limit, bool needs_lease = false) : limit_(limit), needs_lease_(needs_lease) {}
@@ -63,8 +65,6 @@ class BlockPool {
   // Blocks under kMinBlock: malloc'd with room to align, never kept.
   static void* small_allocate(size_t block, size_t align);
   static void small_free(void* p);
-  // Blocks of kHugePage and over: aligned to it and advised as huge pages.
-  static void* huge_allocate(size_t block);
   struct Kept {
     void* p;
     size_t bytes;
