@@ -7,11 +7,12 @@
 // makes the steady state fault-free. Only the default allocator uses the pool; a host's own
 // allocator hooks are called for every block as before.
 //
-// Blocks have size classes (powers of two from kMinBlock); the pool holds at most `limit`
-// bytes of capacity (SPARSEJIT_POOL_MB, default 256; 0 turns it off), dropping the blocks
-// freed longest ago when a new one would not fit (the latest call's blocks are the ones the
-// next call needs), and gives all of it back when the last context is destroyed. Pooled blocks are poisoned under ASan, so a use
-// after sj_tensor_destroy is still reported.
+// Blocks have size classes: powers of two from kMinBlock, and over 512 KiB at least one 2 MiB
+// huge page (huge_pages.hpp: a fresh block then faults in once per 2 MiB). The pool holds at
+// most `limit` bytes of capacity (SPARSEJIT_POOL_MB, default 256; 0 turns it off), dropping
+// the blocks freed longest ago when a new one would not fit (the latest call's blocks are the
+// ones the next call needs), and gives all of it back when the last context is destroyed.
+// Pooled blocks are poisoned under ASan, so a use after sj_tensor_destroy is still reported.
 #pragma once
 #include <algorithm>
 #include <cstddef>
