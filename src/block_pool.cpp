@@ -1,7 +1,5 @@
 #include "src/block_pool.hpp"
 
-#include "src/huge_pages.hpp"
-
 #include <atomic>
 #include <bit>
 #include <cstdint>
@@ -9,6 +7,8 @@
 #include <iterator>
 #include <limits>
 #include <vector>
+
+#include "src/huge_pages.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)  // GCC
 #define SJ_ASAN 1
@@ -52,7 +52,7 @@ size_t BlockPool::block_size(size_t bytes) {
   if (bytes < kMinBlock || bytes > (std::numeric_limits<size_t>::max() >> 1)) return bytes;
   // Over 512 KiB, a block is at least one huge page: its first touch then costs one fault,
   // not up to 256 (~4 ms here), for at most 4x the memory on the requests of 0.5-1 MiB.
-  if (bytes > (kHugePage >> 2)) return std::max(kHugePage, std::bit_ceil(bytes));
+  if (bytes > (kHugePageBytes >> 2)) return std::max(kHugePageBytes, std::bit_ceil(bytes));
   return std::bit_ceil(bytes);
 }
 
@@ -71,10 +71,9 @@ void* BlockPool::allocate(size_t bytes, size_t align) {
   }
   if (block < kMinBlock) return small_allocate(block, align);
   // From a huge page up, whole 2 MiB pages: one fault per 2 MiB on first touch (huge_pages.hpp).
-  if (block >= kHugePage) return huge_page_allocate(block);
+  if (block >= kHugePageBytes) return huge_page_allocate(block);
   return std::aligned_alloc(align, block);  // pooled classes are powers of two >= kMinBlock
 }
-
 
 // Small blocks (every array of a tiny call): one malloc with room to align inside it, the
 // malloc'd pointer stored just below the aligned one. glibc's aligned_alloc carves an aligned

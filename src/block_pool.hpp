@@ -22,14 +22,11 @@
 #include <mutex>
 #include <vector>
 
-#include "src/huge_pages.hpp"
-
 namespace sj {
 
 class BlockPool {
  public:
   static constexpr size_t kMinBlock = size_t(256) << 10;  // smaller ones stay in malloc's heap
-  static constexpr size_t kHugePage = kHugePageBytes;  // blocks from here: huge pages (huge_pages.hpp)
 
   // `needs_lease`: keep freed blocks only while some Lease is alive (the global pool).
   explicit BlockPool(size_t limit, bool needs_lease = false) : limit_(limit), needs_lease_(needs_lease) {}

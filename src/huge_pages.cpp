@@ -1,5 +1,7 @@
 #include "src/huge_pages.hpp"
 
+#include <cstdlib>
+
 #include <sys/mman.h>
 
 namespace sj {

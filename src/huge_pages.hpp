@@ -7,14 +7,13 @@
 // madvise(MADV_HUGEPAGE) is a hint: where THP is off the memory is ordinary.
 #pragma once
 #include <cstddef>
-#include <cstdlib>
 
 namespace sj {
 
 inline constexpr size_t kHugePageBytes = size_t(2) << 20;  // x86-64's transparent huge page
 
 // `bytes` rounded up to whole huge pages, 2 MiB-aligned and advised; null when out of memory.
+// Freed with std::free.
 void* huge_page_allocate(size_t bytes);
-inline void huge_page_free(void* p) { std::free(p); }
 
 }  // namespace sj

@@ -12,6 +12,7 @@
 
 #include "sparsejit/sparsejit.h"
 #include "src/block_pool.hpp"
+#include "src/huge_pages.hpp"
 
 namespace {
 
@@ -25,10 +26,10 @@ TEST(BlockPool, SizeClassesArePowersOfTwoFromTheMinimumBlock) {
   EXPECT_EQ(BlockPool::block_size(kMin + 64), 2 * kMin);
   EXPECT_EQ(BlockPool::block_size(2 * kMin), 2 * kMin);
   // Over 512 KiB a block is at least one huge page, then powers of two again.
-  EXPECT_EQ(BlockPool::block_size(2 * kMin + 64), BlockPool::kHugePage);
-  EXPECT_EQ(BlockPool::block_size(3 * kMin), BlockPool::kHugePage);
-  EXPECT_EQ(BlockPool::block_size(BlockPool::kHugePage), BlockPool::kHugePage);
-  EXPECT_EQ(BlockPool::block_size(BlockPool::kHugePage + 1), 2 * BlockPool::kHugePage);
+  EXPECT_EQ(BlockPool::block_size(2 * kMin + 64), sj::kHugePageBytes);
+  EXPECT_EQ(BlockPool::block_size(3 * kMin), sj::kHugePageBytes);
+  EXPECT_EQ(BlockPool::block_size(sj::kHugePageBytes), sj::kHugePageBytes);
+  EXPECT_EQ(BlockPool::block_size(sj::kHugePageBytes + 1), 2 * sj::kHugePageBytes);
 }
 
 // The VmFlags line of the mapping that holds `p`, from /proc/self/smaps ("" if not found).
@@ -49,19 +50,16 @@ std::string vm_flags_of(const void* p) {
 }
 
 // Large blocks start on a huge-page boundary and carry MADV_HUGEPAGE, so their first touch is
-// one fault per 2 MiB (docs/runtime-overhead.md); smaller pooled blocks do not.
+// one fault per 2 MiB (docs/runtime-overhead.md).
 TEST(BlockPool, LargeBlocksAreAlignedAndAdvisedAsHugePages) {
   BlockPool pool(64 * kMin);
   void* big = pool.allocate(3 * kMin, 64);
-  void* mid = pool.allocate(2 * kMin, 64);
   ASSERT_NE(big, nullptr);
-  ASSERT_NE(mid, nullptr);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % BlockPool::kHugePage, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % sj::kHugePageBytes, 0u);
   std::memset(big, 1, BlockPool::block_size(3 * kMin));  // the whole block is usable
   if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
     EXPECT_NE(vm_flags_of(big).find(" hg"), std::string::npos) << vm_flags_of(big);
   }
-  pool.free(mid, 2 * kMin);
   pool.free(big, 3 * kMin);
   pool.release();
 }
