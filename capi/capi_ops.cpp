@@ -32,10 +32,9 @@ OpRequest make_request(sj_context* ctx, sj_op op, const sj_tensor* const* operan
   OpRequest r;
   r.op = op;
   r.options = read_options(options);
-  r.operands.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     if (!operands[i]) fail(SJ_ERR_NULL_POINTER, "operand ", i, " is NULL");
-    r.operands.push_back(operands[i]->t);
+    r.operands.borrow(operands[i]->t);  // the handles outlive the call
   }
   return r;
 }
@@ -47,7 +46,7 @@ sj_status run_once(sj_context* ctx, sj_op op, std::initializer_list<const sj_ten
     OpRequest req = make_request(ctx, op, operands.begin(), static_cast<int>(operands.size()), options);
     // Repeated operands reuse the plan made for them (src/plan_memo.hpp).
     std::shared_ptr<Plan> plan = plan_for_dropin(*ctx->impl, req);
-    Tensor result = plan->execute(std::move(req.operands));
+    Tensor result = plan->execute(req.operands);
     *out = new_tensor_handle(ctx, std::move(result));
   });
 }
@@ -108,10 +107,10 @@ SJ_API sj_status sj_plan_execute(sj_plan* plan, const sj_tensor* const* operands
     }
     if (n < 0 || n > 3) fail(SJ_ERR_INVALID_ARGUMENT, "n_operands is ", n);
     if (n > 0) require(operands, "operands");
-    std::vector<Tensor> ops;
+    OperandList ops;
     for (int i = 0; i < n; ++i) {
       if (!operands[i]) fail(SJ_ERR_NULL_POINTER, "operand ", i, " is NULL");
-      ops.push_back(operands[i]->t);
+      ops.borrow(operands[i]->t);
     }
     Tensor out = plan->plan->execute(ops);
     *result = capi::new_tensor_handle(plan->ctx, std::move(out));

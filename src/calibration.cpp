@@ -93,8 +93,8 @@ Sample make_sample(const OpRequest& req, const PreparedOperands& p, const Alloca
   const int64_t want = std::min(s.rows, std::clamp<int64_t>(s.rows / 8, kMinSample, kMaxSample));
   if (want <= 0 || want >= s.rows) return s;
   const int64_t stride = s.rows / want;
-  s.req.operands[a] = sample_rows(p.operands[a], stride, alloc);
-  if (masked) s.req.operands[0] = sample_rows(p.operands[0], stride, alloc);
+  s.req.operands.set(a, sample_rows(p.operands[a], stride, alloc));
+  if (masked) s.req.operands.set(0, sample_rows(p.operands[0], stride, alloc));
   s.req.options.transpose_a = 0;
   s.sampled = s.req.operands[a].dims[0];
   return s;

@@ -180,22 +180,46 @@ Tensor make_csr(const Tensor& t, bool transposed, IndexType it, const Allocator&
 }
 }  // namespace
 
-Tensor as_csr(const Tensor& t, bool transposed, IndexType it, const Allocator& alloc) {
-  if (!transposed && is_csr(t) && t.index_type == it) return t;
-  if (transposed && is_csc(t) && t.index_type == it) return make_csr(t, true, it, alloc);
-  if (!t.derived) return make_csr(t, transposed, it, alloc);
-  // Conversions that move data are kept with the operand for the next call. Constant keys:
-  // a B^T kept for repeated element-wise calls is looked up on every call.
+namespace {
+
+// The key of a conversion kept on a handle. Constant keys: a B^T kept for repeated
+// element-wise calls is looked up on every call.
+const std::string& csr_key(bool transposed, IndexType it) {
   static const std::string keys[2][2] = {{cat("csr/", to_string(IndexType::I32)), cat("csr/", to_string(IndexType::I64))},
                                          {cat("csr-of-transpose/", to_string(IndexType::I32)),
                                           cat("csr-of-transpose/", to_string(IndexType::I64))}};
-  const std::string& key = keys[transposed ? 1 : 0][it == IndexType::I64 ? 1 : 0];
-  return t.derived->get_or_make(key, [&] { return make_csr(t, transposed, it, alloc); });
+  return keys[transposed ? 1 : 0][it == IndexType::I64 ? 1 : 0];
+}
+
+// Appends the CSR form of `t` (or of its transpose) to `list`: `t` itself or a form kept on
+// its handle is borrowed (both outlive the call), a conversion made now is owned.
+void add_csr(OperandList& list, const Tensor& t, bool transposed, IndexType it, const Allocator& alloc) {
+  if (!transposed && is_csr(t) && t.index_type == it) return list.borrow(t);
+  if ((transposed && is_csc(t) && t.index_type == it) || !t.derived)
+    return list.push_back(make_csr(t, transposed, it, alloc));
+  list.borrow(t.derived->get_or_make(csr_key(transposed, it), [&] { return make_csr(t, transposed, it, alloc); }));
+}
+
+// Appends x as a sparse (or dense) vector: borrowed when it already is one, else converted.
+void add_vector(OperandList& list, const Tensor& x, bool sparse, IndexType it, const Allocator& alloc) {
+  const bool ready = x.order == 1 && (sparse ? x.levels[0].kind == LevelKind::Compressed && x.levels[0].unique &&
+                                                   x.index_type == it
+                                             : x.levels[0].kind == LevelKind::Dense);
+  if (ready) return list.borrow(x);
+  list.push_back(convert(x, format_spec(sparse ? SJ_FORMAT_SPARSE_VECTOR : SJ_FORMAT_DENSE, 1), it, alloc));
+}
+
+}  // namespace
+
+Tensor as_csr(const Tensor& t, bool transposed, IndexType it, const Allocator& alloc) {
+  if (!transposed && is_csr(t) && t.index_type == it) return t;
+  if ((transposed && is_csc(t) && t.index_type == it) || !t.derived) return make_csr(t, transposed, it, alloc);
+  // Conversions that move data are kept with the operand for the next call.
+  return t.derived->get_or_make(csr_key(transposed, it), [&] { return make_csr(t, transposed, it, alloc); });
 }
 
 PreparedOperands prepare(const OpRequest& r, const Allocator& alloc) {
   PreparedOperands p;
-  p.operands.reserve(r.operands.size());  // one allocation per call, not one per operand
   const size_t first = r.op == SJ_OP_SPGEMM_MASKED ? 1 : 0;
   p.value_type = r.operands[first].value_type;
   p.index_type = IndexType::I32;
@@ -207,26 +231,26 @@ PreparedOperands prepare(const OpRequest& r, const Allocator& alloc) {
     case SJ_OP_SPGEMM:
     case SJ_OP_EWISE_MULT:
     case SJ_OP_EWISE_ADD:
-      p.operands.push_back(as_csr(r.operands[0], o.transpose_a, it, alloc));
+      add_csr(p.operands, r.operands[0], o.transpose_a, it, alloc);
       p.b_transpose_deferred = r.op == SJ_OP_EWISE_MULT && o.transpose_b &&
                                !(is_csc(r.operands[1]) && r.operands[1].index_type == it);
-      p.operands.push_back(as_csr(r.operands[1], o.transpose_b && !p.b_transpose_deferred, it, alloc));
+      add_csr(p.operands, r.operands[1], o.transpose_b && !p.b_transpose_deferred, it, alloc);
       break;
     case SJ_OP_SPGEMM_MASKED:
-      p.operands.push_back(as_csr(r.operands[0], false, it, alloc));
-      p.operands.push_back(as_csr(r.operands[1], o.transpose_a, it, alloc));
-      p.operands.push_back(as_csr(r.operands[2], o.transpose_b, it, alloc));
+      add_csr(p.operands, r.operands[0], false, it, alloc);
+      add_csr(p.operands, r.operands[1], o.transpose_a, it, alloc);
+      add_csr(p.operands, r.operands[2], o.transpose_b, it, alloc);
       break;
     case SJ_OP_SPMSPV:
-      p.operands.push_back(as_csr(r.operands[0], o.transpose_a, it, alloc));
-      p.operands.push_back(convert(r.operands[1], format_spec(SJ_FORMAT_SPARSE_VECTOR, 1), it, alloc));
+      add_csr(p.operands, r.operands[0], o.transpose_a, it, alloc);
+      add_vector(p.operands, r.operands[1], /*sparse=*/true, it, alloc);
       break;
     case SJ_OP_SPMV:
-      p.operands.push_back(as_csr(r.operands[0], o.transpose_a, it, alloc));
-      p.operands.push_back(convert(r.operands[1], format_spec(SJ_FORMAT_DENSE, 1), it, alloc));
+      add_csr(p.operands, r.operands[0], o.transpose_a, it, alloc);
+      add_vector(p.operands, r.operands[1], /*sparse=*/false, it, alloc);
       break;
     case SJ_OP_TRANSPOSE:
-      p.operands.push_back(r.operands[0]);
+      p.operands.borrow(r.operands[0]);
       break;
   }
   return p;
@@ -239,7 +263,7 @@ Tensor merge_operand_b(const OpRequest& r, const PreparedOperands& p, const Allo
 PreparedOperands with_transposed_b(const OpRequest& r, const PreparedOperands& p, const Allocator& alloc) {
   PreparedOperands q = p;
   if (q.b_transpose_deferred) {
-    q.operands[1] = merge_operand_b(r, p, alloc);
+    q.operands.set(1, merge_operand_b(r, p, alloc));
     q.b_transpose_deferred = false;
   }
   return q;

@@ -5,13 +5,14 @@
 #include <vector>
 
 #include "src/context.hpp"
+#include "src/operand_list.hpp"
 #include "src/tensor.hpp"
 
 namespace sj {
 
 struct OpRequest {
   sj_op op = SJ_OP_SPGEMM;
-  std::vector<Tensor> operands;  // cheap copies: buffers are shared
+  OperandList operands;  // borrowed from the caller's handles for the call
   sj_op_options options{};
   // An explicit plan (sj_plan_create): the caller means to execute it many times, so a
   // conversion that is kept on an operand's handle (B^T, a CSC copy) is costed amortised from
@@ -35,7 +36,7 @@ ResultShape result_shape(const OpRequest& req);
 // Operands in kernel layouts: matrices as CSR (transposes applied), x as a sparse or dense
 // vector, all with one index type (i64 if any operand uses it), value type unchanged.
 struct PreparedOperands {
-  std::vector<Tensor> operands;  // same order as the request
+  OperandList operands;  // same order as the request; borrowed where no conversion was needed
   IndexType index_type = IndexType::I32;
   ValueType value_type = ValueType::F64;
   // Element-wise multiply with transpose_b: B^T is not built here (the search schedule never

@@ -120,9 +120,7 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
                      inspect_ms_, plan_ms_);
 }
 
-Tensor Plan::execute(const std::vector<Tensor>& operands) { return execute(std::vector<Tensor>(operands)); }
-
-Tensor Plan::execute(std::vector<Tensor>&& operands) {
+Tensor Plan::execute(const OperandList& operands) {
   if (operands.size() != signatures_.size())
     fail(SJ_ERR_INVALID_ARGUMENT, "plan for ", to_string(op_), " takes ", signatures_.size(), " operands, got ",
          operands.size());
@@ -131,20 +129,29 @@ Tensor Plan::execute(std::vector<Tensor>&& operands) {
       fail(SJ_ERR_SHAPE_MISMATCH, "operand ", operand_label(op_, i), " (", operands[i].describe(),
            ") does not match the planned one (shape, format and types must be the same)");
   auto t0 = std::chrono::steady_clock::now();
-  OpRequest req{op_, std::move(operands), options_};
+  OpRequest req;
+  req.op = op_;
+  req.options = options_;
+  for (const Tensor& t : operands) req.operands.borrow(t);
   PreparedOperands prepared = prepare(req, ctx_.allocator);
   Workers workers = Workers::for_call(ctx_, options_.threads);
   Tensor out = impl_->run(ExecInputs{req, prepared, ctx_, state_.get(), &workers});
-  last_threads_ = workers.threads;
-  last_chunks_ = workers.chunks;
-  last_partition_ = workers.basis;
+  // Records for explain: relaxed, as explain only reports the latest values (and a seq_cst
+  // store is a locked instruction, which on tiny inputs is a measurable part of a call).
+  constexpr auto relaxed = std::memory_order_relaxed;
+  last_threads_.store(workers.threads, relaxed);
+  last_chunks_.store(workers.chunks, relaxed);
+  last_partition_.store(workers.basis, relaxed);
   // Schedules compute in the operands' common coordinate type; the caller may want another.
-  out = with_output_index_type(std::move(out), options_.output_index_type, ctx_.allocator);
+  if (options_.output_index_type != -1)
+    out = with_output_index_type(std::move(out), options_.output_index_type, ctx_.allocator);
   double ms = ms_since(t0);
-  double expected = -1;
-  first_execute_ms_.compare_exchange_strong(expected, ms);
-  last_execute_ms_ = ms;
-  ++executions_;
+  if (first_execute_ms_.load(relaxed) < 0) {
+    double expected = -1;
+    first_execute_ms_.compare_exchange_strong(expected, ms);
+  }
+  last_execute_ms_.store(ms, relaxed);
+  executions_.fetch_add(1, relaxed);
   return out;
 }
 

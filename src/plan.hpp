@@ -41,10 +41,8 @@ class Plan {
   // Checks the request (throws sj::Error), inspects the operands and chooses a schedule.
   Plan(const Context& ctx, OpRequest request);
 
-  // Runs on `operands`, which must match the planned signatures.
-  Tensor execute(const std::vector<Tensor>& operands);
-  // The same, taking the operand list (a drop-in call's, built for this call: no copy of it).
-  Tensor execute(std::vector<Tensor>&& operands);
+  // Runs on `operands`, which must match the planned signatures (borrowed for the call).
+  Tensor execute(const OperandList& operands);
 
   // The explain JSON (statistics, candidates, choice, timings).
   std::string explain() const;
