@@ -67,36 +67,29 @@ bool has_form(const Tensor& t, const std::string& key) {
   return false;
 }
 
-// Counts the SpMSpV calls served on a handle (a use counter kept with its derived forms).
+// Counts the SpMSpV calls served on a handle (kept with its derived forms).
 int64_t uses_of(const Tensor& t, bool bump) {
   if (!t.derived) return 0;
-  Tensor c = t.derived->get_or_make("spmspv-uses", [] {
-    Tensor u;
-    u.values = Buffer::allocate(default_allocator(), sizeof(int64_t));
-    *u.values.as_mut<int64_t>() = 0;
-    return u;
-  });
-  std::atomic_ref<int64_t> n(*const_cast<int64_t*>(c.values.as<int64_t>()));
+  auto& n = t.derived->spmspv_calls;
   return bump ? n.fetch_add(1, std::memory_order_relaxed) : n.load(std::memory_order_relaxed);
 }
 
-// The CSC form of op(A), zero-copy when the caller gave it, else kept with the handle.
-Tensor csc_of(const OpRequest& req, const PreparedOperands& p, const Allocator& alloc) {
+// The CSC form of op(A): A itself when the caller gave it, else kept with the handle (both
+// borrowed), else made into `storage`.
+const Tensor& csc_of(const OpRequest& req, const PreparedOperands& p, const Allocator& alloc, Tensor& storage) {
   const Tensor& a = req.operands[0];
   const CscSource src = csc_source(req, p.index_type);
   if (src.zero_copy) {
     if (req.options.transpose_a == 0) return a;
-    Tensor c = a;  // CSR arrays of A are the CSC arrays of A^T
-    std::swap(c.dims[0], c.dims[1]);
-    std::swap(c.mode_order[0], c.mode_order[1]);
-    c.derived = nullptr;
-    return c;
+    storage = a;  // CSR arrays of A are the CSC arrays of A^T
+    std::swap(storage.dims[0], storage.dims[1]);
+    std::swap(storage.mode_order[0], storage.mode_order[1]);
+    storage.derived = nullptr;
+    return storage;
   }
-  if (!a.derived) return flip_orientation(p.operands[0], alloc);
+  if (!a.derived) return storage = flip_orientation(p.operands[0], alloc);
   return a.derived->get_or_make(*src.key, [&] { return flip_orientation(p.operands[0], alloc); });
 }
-
-
 
 struct Features {
   double m, n, nnz, L, nx, flops, ny;
@@ -176,7 +169,8 @@ class Push final : public SpmspvSchedule {
   }
   Tensor run(const ExecInputs& in) const override {
     uses_of(in.req.operands[0], true);
-    Tensor csc = csc_of(in.req, in.prepared, in.ctx.allocator);
+    Tensor storage;
+    const Tensor& csc = csc_of(in.req, in.prepared, in.ctx.allocator, storage);
     return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       using I = decltype(i);
