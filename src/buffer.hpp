@@ -46,6 +46,16 @@ class Buffer {
     return b;
   }
 
+  // `bytes` of this buffer from `offset`, sharing its ownership: several small arrays of one
+  // result in one allocation (one allocation and one free instead of one per array).
+  Buffer part(size_t offset, size_t bytes) const {
+    Buffer b;
+    b.owner_ = owner_;
+    b.data_ = static_cast<char*>(data_) + offset;
+    b.bytes_ = bytes;
+    return b;
+  }
+
   bool owned() const { return owner_ != nullptr; }
   bool empty() const { return data_ == nullptr; }
   size_t bytes() const { return bytes_; }

@@ -37,7 +37,10 @@ bool matches(const MemoEntry& e, const Context& ctx, const OpRequest& req) {
   if (e.partners.size() + 1 != req.operands.size()) return false;
   for (size_t i = 0; i < e.partners.size(); ++i) {
     const auto& d = req.operands[i + 1].derived;
-    if (!d || e.partners[i].lock() != d) return false;
+    // Owner equivalence, without locking the weak pointer (two atomic operations per
+    // partner per call): an expired partner still holds its control block, so no live
+    // tensor's forms can share it.
+    if (!d || e.partners[i].owner_before(d) || d.owner_before(e.partners[i])) return false;
   }
   return true;
 }

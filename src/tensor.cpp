@@ -128,11 +128,19 @@ Tensor make_sparse_vector(const Allocator& alloc, int64_t n, int64_t nnz, IndexT
   t.levels[0].kind = LevelKind::Compressed;
   alloc.charge(estimate_bytes(nnz, static_cast<size_t>(index_size(it) + value_size(vt)), 2 * sizeof(int64_t)),
                [&] { return cat("a sparse vector of ", nnz, " entries"); });
-  t.levels[0].pos = Buffer::allocate(alloc, sizeof(int64_t) * 2);
+  // Positions, coordinates and values in one allocation, each array on its own 64-byte line.
+  const size_t entry = static_cast<size_t>(index_size(it) + value_size(vt));
+  if (nnz < 0 || nnz > (std::numeric_limits<int64_t>::max() / 4 - 256) / static_cast<int64_t>(entry))
+    fail(SJ_ERR_OUT_OF_MEMORY, "a sparse vector of ", nnz, " entries does not fit in memory");
+  auto round_up = [](size_t b) { return (b + 63) / 64 * 64; };
+  const size_t crd_bytes = static_cast<size_t>(nnz) * index_size(it), val_bytes = static_cast<size_t>(nnz) * value_size(vt);
+  const size_t crd_at = 64, val_at = crd_at + round_up(crd_bytes);
+  Buffer all = Buffer::allocate_array(alloc, static_cast<int64_t>(val_at + val_bytes), 1);
+  t.levels[0].pos = all.part(0, sizeof(int64_t) * 2);
   t.levels[0].pos.as_mut<int64_t>()[0] = 0;
   t.levels[0].pos.as_mut<int64_t>()[1] = nnz;
-  t.levels[0].crd = Buffer::allocate_array(alloc, nnz, index_size(it));
-  t.values = Buffer::allocate_array(alloc, nnz, value_size(vt));
+  t.levels[0].crd = all.part(crd_at, crd_bytes);
+  t.values = all.part(val_at, val_bytes);
   return t;
 }
 
