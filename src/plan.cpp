@@ -6,6 +6,7 @@
 #include "cache/kernel_cache.hpp"
 #include "kernels/schedule.hpp"
 #include "src/calibration.hpp"
+#include "src/cycle_clock.hpp"
 #include "src/derived_forms.hpp"
 #include "src/error.hpp"
 #include "src/inspect.hpp"
@@ -128,7 +129,7 @@ Tensor Plan::execute(const OperandList& operands) {
     if (!(OperandSignature::of(operands[i]) == signatures_[i]))
       fail(SJ_ERR_SHAPE_MISMATCH, "operand ", operand_label(op_, i), " (", operands[i].describe(),
            ") does not match the planned one (shape, format and types must be the same)");
-  auto t0 = std::chrono::steady_clock::now();
+  const uint64_t t0 = CycleClock::now();
   OpRequest req;
   req.op = op_;
   req.options = options_;
@@ -145,7 +146,7 @@ Tensor Plan::execute(const OperandList& operands) {
   // Schedules compute in the operands' common coordinate type; the caller may want another.
   if (options_.output_index_type != -1)
     out = with_output_index_type(std::move(out), options_.output_index_type, ctx_.allocator);
-  double ms = ms_since(t0);
+  const double ms = CycleClock::to_ms(CycleClock::now() - t0);
   if (first_execute_ms_.load(relaxed) < 0) {
     double expected = -1;
     first_execute_ms_.compare_exchange_strong(expected, ms);
