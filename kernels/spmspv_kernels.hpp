@@ -93,12 +93,7 @@ template <class I, class V> struct RowSink {
 template <class I, class V, class Chunk>
 void run_sink_chunks(Workers& w, const Partition& p, RowSink<I, V>& sink, Chunk&& chunk) {
   sink.segments.assign(static_cast<size_t>(p.chunks()), {0, 0});
-  if (p.chunks() == 1) {  // serial: no std::function between the call and its one chunk
-    w.chunks = std::max<int64_t>(w.chunks, 1);
-    sink.segments[0] = {p.begin(0), chunk(0, p.begin(0), p.end(0))};
-  } else {
-    w.run_indexed(p, [&](int64_t c, int64_t r0, int64_t r1) { sink.segments[c] = {r0, chunk(c, r0, r1)}; });
-  }
+  w.run_indexed(p, [&](int64_t c, int64_t r0, int64_t r1) { sink.segments[c] = {r0, chunk(c, r0, r1)}; });
   sink.count = 0;
   for (auto& sgm : sink.segments) sink.count += sgm.second;
 }

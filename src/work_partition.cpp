@@ -25,18 +25,8 @@ Workers Workers::for_call(const Context& ctx, int requested_threads) {
   return w;
 }
 
-void Workers::run(const Partition& p, const std::function<void(int64_t, int64_t)>& body) {
-  run_indexed(p, [&](int64_t, int64_t b, int64_t e) { body(b, e); });
-}
-
-void Workers::run_indexed(const Partition& p, const std::function<void(int64_t, int64_t, int64_t)>& body) {
-  const int64_t n = p.chunks();
-  chunks = std::max(chunks, n);
-  if (n <= 1 || threads <= 1 || !ctx) {
-    for (int64_t c = 0; c < n; ++c) body(c, p.begin(c), p.end(c));
-    return;
-  }
-  ctx->pool().parallel_for(n, threads, [&](int64_t c) { body(c, p.begin(c), p.end(c)); });
+void Workers::run_parallel(const Partition& p, const std::function<void(int64_t, int64_t, int64_t)>& body) {
+  ctx->pool().parallel_for(p.chunks(), threads, [&](int64_t c) { body(c, p.begin(c), p.end(c)); });
 }
 
 namespace {
