@@ -270,10 +270,14 @@ Tensor from_coo(const CooTensor& coo, const FormatSpec& spec, IndexType it, Valu
   return t;
 }
 
-Tensor convert(const Tensor& t, const FormatSpec& spec, IndexType it, const Allocator& alloc) {
+bool already_in(const Tensor& t, const FormatSpec& spec, IndexType it) {
   bool has_coordinates = false;
   for (auto& lv : t.levels) has_coordinates |= lv.kind != LevelKind::Dense;
-  if (format_spec_of(t) == spec && (t.index_type == it || !has_coordinates)) return t;
+  return format_spec_of(t) == spec && (t.index_type == it || !has_coordinates);
+}
+
+Tensor convert(const Tensor& t, const FormatSpec& spec, IndexType it, const Allocator& alloc) {
+  if (already_in(t, spec, it)) return t;
   if (t.order == 2 && it == t.index_type && (is_csr(t) || is_csc(t))) {
     FormatSpec flipped = format_spec_of(t);
     std::swap(flipped.mode_order[0], flipped.mode_order[1]);

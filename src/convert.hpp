@@ -35,6 +35,8 @@ CooTensor to_coo(const Tensor& t);
 Tensor from_coo(const CooTensor& coo, const FormatSpec& spec, IndexType it, ValueType vt,
                 const Allocator& alloc, Duplicates dup = Duplicates::Refuse);
 
+// Whether `t` already is in the layout `spec` with index type `it` (what convert returns as is).
+bool already_in(const Tensor& t, const FormatSpec& spec, IndexType it);
 // `t` in the layout `spec` with index type `it` (value type unchanged).
 Tensor convert(const Tensor& t, const FormatSpec& spec, IndexType it, const Allocator& alloc);
 // A plan's result in the coordinate type the caller asked for (sj_op_options.output_index_type;

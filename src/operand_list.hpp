@@ -27,13 +27,6 @@ class OperandList {
   OperandList(const std::vector<Tensor>& ts) {  // NOLINT: implicit, as the vector it replaced
     for (const Tensor& t : ts) push_back(t);
   }
-  // Borrows every tensor of `ts`, which must outlive the list.
-  static OperandList borrowing(const std::vector<Tensor>& ts) {
-    OperandList l;
-    for (const Tensor& t : ts) l.borrow(t);
-    return l;
-  }
-
   // Copies keep borrowing what the source borrows and copy what it owns.
   OperandList(const OperandList& o) { assign(o); }
   OperandList& operator=(const OperandList& o) {

@@ -191,31 +191,35 @@ const std::string& csr_key(bool transposed, IndexType it) {
   return keys[transposed ? 1 : 0][it == IndexType::I64 ? 1 : 0];
 }
 
-// Appends the CSR form of `t` (or of its transpose) to `list`: `t` itself or a form kept on
-// its handle is borrowed (both outlive the call), a conversion made now is owned.
+// The CSR form of `t` (or of its transpose) when it needs no conversion now: `t` itself, or a
+// form kept on its handle (made on first use). Null when one must be made for this call only.
+const Tensor* ready_csr(const Tensor& t, bool transposed, IndexType it, const Allocator& alloc) {
+  if (!transposed && is_csr(t) && t.index_type == it) return &t;
+  if ((transposed && is_csc(t) && t.index_type == it) || !t.derived) return nullptr;
+  // Conversions that move data are kept with the operand for the next call.
+  return &t.derived->get_or_make(csr_key(transposed, it), [&] { return make_csr(t, transposed, it, alloc); });
+}
+
+// Appends the CSR form of `t` to `list`: borrowed when ready (it outlives the call), else
+// made and owned.
 void add_csr(OperandList& list, const Tensor& t, bool transposed, IndexType it, const Allocator& alloc) {
-  if (!transposed && is_csr(t) && t.index_type == it) return list.borrow(t);
-  if ((transposed && is_csc(t) && t.index_type == it) || !t.derived)
-    return list.push_back(make_csr(t, transposed, it, alloc));
-  list.borrow(t.derived->get_or_make(csr_key(transposed, it), [&] { return make_csr(t, transposed, it, alloc); }));
+  if (const Tensor* ready = ready_csr(t, transposed, it, alloc)) return list.borrow(*ready);
+  list.push_back(make_csr(t, transposed, it, alloc));
 }
 
 // Appends x as a sparse (or dense) vector: borrowed when it already is one, else converted.
 void add_vector(OperandList& list, const Tensor& x, bool sparse, IndexType it, const Allocator& alloc) {
-  const bool ready = x.order == 1 && (sparse ? x.levels[0].kind == LevelKind::Compressed && x.levels[0].unique &&
-                                                   x.index_type == it
-                                             : x.levels[0].kind == LevelKind::Dense);
-  if (ready) return list.borrow(x);
-  list.push_back(convert(x, format_spec(sparse ? SJ_FORMAT_SPARSE_VECTOR : SJ_FORMAT_DENSE, 1), it, alloc));
+  static const FormatSpec kSparse = format_spec(SJ_FORMAT_SPARSE_VECTOR, 1), kDense = format_spec(SJ_FORMAT_DENSE, 1);
+  const FormatSpec& spec = sparse ? kSparse : kDense;
+  if (already_in(x, spec, it)) return list.borrow(x);
+  list.push_back(convert(x, spec, it, alloc));
 }
 
 }  // namespace
 
 Tensor as_csr(const Tensor& t, bool transposed, IndexType it, const Allocator& alloc) {
-  if (!transposed && is_csr(t) && t.index_type == it) return t;
-  if ((transposed && is_csc(t) && t.index_type == it) || !t.derived) return make_csr(t, transposed, it, alloc);
-  // Conversions that move data are kept with the operand for the next call.
-  return t.derived->get_or_make(csr_key(transposed, it), [&] { return make_csr(t, transposed, it, alloc); });
+  if (const Tensor* ready = ready_csr(t, transposed, it, alloc)) return *ready;
+  return make_csr(t, transposed, it, alloc);
 }
 
 PreparedOperands prepare(const OpRequest& r, const Allocator& alloc) {
