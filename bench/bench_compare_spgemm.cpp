@@ -117,8 +117,8 @@ struct Timing {
 // output's checksum and nnz (read after the timed region).
 using Once = std::function<double(double* sum, int64_t* nnz)>;
 
-// Times several systems on one problem, interleaved (round r runs every system once), so that
-// background load on the shared machine affects them alike. First call, one warm-up call,
+// Times several systems on one problem, interleaved (round r runs every system once, starting
+// with system r mod n), so that background load on the shared machine affects them alike. First call, one warm-up call,
 // then >= 5 rounds (more while the problem is fast: up to ~0.6 s in all or 200 rounds);
 // steady = median.
 std::vector<Timing> time_systems(std::vector<Once>& systems) {
@@ -135,8 +135,15 @@ std::vector<Timing> time_systems(std::vector<Once>& systems) {
     round_ms += systems[s](nullptr, nullptr);  // warm-up
   }
   const int rounds = static_cast<int>(std::clamp(600.0 / std::max(round_ms, 1e-3), 5.0, 200.0));
+  // Each round starts with the next system: a system that always ran right after another
+  // would always find the caches as that one left them (the inputs evicted by a peer with a
+  // large working set, or kept warm by one that reads the same arrays).
+  const size_t n = systems.size();
   for (int r = 0; r < rounds; ++r)
-    for (size_t s = 0; s < systems.size(); ++s) times[s].push_back(systems[s](nullptr, nullptr));
+    for (size_t k = 0; k < n; ++k) {
+      const size_t s = (static_cast<size_t>(r) + k) % n;
+      times[s].push_back(systems[s](nullptr, nullptr));
+    }
   for (size_t s = 0; s < systems.size(); ++s) {
     auto& t = times[s];
     std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
