@@ -17,6 +17,7 @@
 #include "src/dispatch.hpp"
 #include "src/error.hpp"
 #include "src/semiring.hpp"
+#include "kernels/sort_network_avx2.hpp"
 #include "kernels/sparse_assembly.hpp"
 
 namespace sj {

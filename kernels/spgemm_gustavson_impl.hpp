@@ -152,6 +152,21 @@ inline bool rank_is_cheaper(int64_t n, int64_t words) {
   return n * (3 * ((n + 7) >> 3) + 10) <= 3 * n + 37 * words;
 }
 
+// The AVX2 sorting networks (kernels/sort_network_avx2.hpp) for 32-bit columns: instructions
+// for 8, 16, 32 and 64 keys, their loads and stores included (callgrind); 0 where unavailable.
+template <class I> constexpr int64_t network_sort_cost(int64_t n) {
+#if SJ_SPGEMM_AVX2 && defined(SJ_SORT_NETWORK_AVAILABLE)
+  if constexpr (sizeof(I) == 4) {
+    if (n <= 8) return 40;
+    if (n <= 16) return 100;
+    if (n <= 32) return 290;
+    if (n <= sort_network::kMaxKeys) return 760;
+  }
+#endif
+  (void)n;
+  return 0;
+}
+
 // A bitmap of `cols` bits, all clear between uses.
 struct BitmapScratch {
   std::vector<uint64_t> words;
@@ -191,6 +206,16 @@ inline void order_row(I* __restrict oc, int64_t n, I lo, I hi, uint64_t* __restr
     return;
   }
   const int64_t words = (static_cast<int64_t>(hi) >> 6) - (static_cast<int64_t>(lo) >> 6) + 1;
+#if SJ_SPGEMM_AVX2 && defined(SJ_SORT_NETWORK_AVAILABLE)
+  if constexpr (sizeof(I) == 4) {
+    const int64_t net = network_sort_cost<I>(n);
+    if (net != 0 && (!bits || net <= 3 * n + 37 * words)) {
+      sort_network::sort_keys(reinterpret_cast<int32_t*>(oc), n);
+      for (int64_t t = 0; t < n; ++t) emit(t, oc[t]);
+      return;
+    }
+  }
+#endif
   if (n <= kRankSortMax && (!bits || rank_is_cheaper(n, words))) {
     rank_sort(oc, n);
     for (int64_t t = 0; t < n; ++t) emit(t, oc[t]);
@@ -254,7 +279,13 @@ inline constexpr std::array<uint64_t, 256> kCompress = make_compress_table();
 constexpr int64_t kScanSpanPerEntry = 2;  // one compare per column
 #endif
 
-inline bool scan_is_cheaper(int64_t n, int64_t lo, int64_t hi) { return hi - lo + 1 <= kScanSpanPerEntry * n; }
+// With the sorting networks, short rows scan only spans that cost less than sorting them
+// (~10 instructions per eight columns).
+template <class I> inline bool scan_is_cheaper(int64_t n, int64_t lo, int64_t hi) {
+  const int64_t span = hi - lo + 1, net = network_sort_cost<I>(n);
+  if (net != 0) return span * 10 <= net * 8;
+  return span <= kScanSpanPerEntry * n;
+}
 
 // Writes the columns j in [lo, hi] with marks[j] == st to oc in increasing order (lo and hi
 // are among them); returns their count. The vector decode writes eight candidates per eight
@@ -393,11 +424,21 @@ template <class S, class I, class V> struct DenseAcc {
         }
       }
     }
-    if (n > kInsertionMax && scan_is_cheaper(n, lo, hi)) {
+    if (n > kInsertionMax && scan_is_cheaper<I>(n, lo, hi)) {
       scan_marks(mk, st, lo, hi, oc);
       for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
       return n;
     }
+#if SJ_SPGEMM_AVX2 && defined(SJ_SORT_NETWORK_AVAILABLE)
+    // Most rows of sparse products: sorted by a network, without order_row's other choices.
+    if constexpr (sizeof(I) == 4) {
+      if (n > kInsertionMax && n <= 32) {
+        sort_network::sort_keys(reinterpret_cast<int32_t*>(oc), n);
+        for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
+        return n;
+      }
+    }
+#endif
     if (n) order_row(oc, n, lo, hi, bits, [&](int64_t t, I j) { ov[t] = vals[j]; });
     return n;
   }
@@ -530,14 +571,26 @@ template <class S, class I, class V> struct HashAcc {
 // ------------------------------------------------------------------------------------------
 // Drivers.
 
-// Per-row upper bounds min(row flops, cols), summed; the largest row flop count in *max_flops.
+// The multiply count: a bound on the output's entries in a few instructions per entry of A.
+template <class I, class V> int64_t total_flops(const CsView<I, V>& A, const CsView<I, V>& B) {
+  int64_t f = 0;
+  for (int64_t p = A.pos[0], e = A.pos[A.outer]; p < e; ++p) f += B.pos[A.crd[p] + 1] - B.pos[A.crd[p]];
+  return f;
+}
+
+// Up to this size the result's arrays are sized by the multiply count; past it by the tighter
+// per-row bound below, which costs ~4x as much to compute (a quarter of the product itself on
+// matrices with ~4 entries per row), so that a large result holds no more than it may use.
+inline constexpr int64_t kFlopsBoundBytes = int64_t(4) << 20;
+
+// Per-row upper bounds min(row flops, cols), summed.
 template <class I, class V>
-int64_t output_upper_bound(const CsView<I, V>& A, const CsView<I, V>& B, int64_t* max_flops) {
+int64_t output_upper_bound(const CsView<I, V>& A, const CsView<I, V>& B) {
   // Row i of C has at most min(flops_i, hi_i - lo_i + 1) entries, where [lo_i, hi_i] spans
   // the columns of the rows of B it combines (tight for banded and mesh matrices, whose
   // products repeat columns many times). A tight bound keeps the result allocation small, so
   // the C library can recycle it across calls instead of mapping (and faulting in) new pages.
-  int64_t total = 0, mx = 0;
+  int64_t total = 0;
   for (int64_t i = 0; i < A.outer; ++i) {
     int64_t f = 0, lo = std::numeric_limits<int64_t>::max(), hi = -1;
     for (int64_t pa = A.pos[i], pe = A.pos[i + 1]; pa < pe; ++pa) {
@@ -547,10 +600,8 @@ int64_t output_upper_bound(const CsView<I, V>& A, const CsView<I, V>& B, int64_t
       lo = std::min<int64_t>(lo, B.crd[b0]);
       hi = std::max<int64_t>(hi, B.crd[b1 - 1]);
     }
-    mx = std::max(mx, f);
     if (f > 0) total += std::min(f, hi - lo + 1);
   }
-  *max_flops = mx;
   return total;
 }
 
@@ -572,9 +623,10 @@ Tensor sparse_product(const CsView<I, V>& A, const CsView<I, V>& B, const Acc& a
                       const Allocator& alloc, ValueType vt) {
   const int64_t rows = A.outer, cols = B.inner;
   const IndexType it = sizeof(I) == 4 ? IndexType::I32 : IndexType::I64;
-  int64_t max_flops = 0;
-  const int64_t ub = output_upper_bound(A, B, &max_flops);
-  if (use_upper_bound(ub, sizeof(I) + sizeof(V), rows, alloc)) {
+  constexpr int entry = sizeof(I) + sizeof(V);
+  int64_t ub = total_flops(A, B);
+  if (ub > kFlopsBoundBytes / entry || !use_upper_bound(ub, entry, rows, alloc)) ub = output_upper_bound(A, B);
+  if (use_upper_bound(ub, entry, rows, alloc)) {
     Tensor C = make_compressed_matrix(alloc, true, rows, cols, ub + kRowSlack, it, vt);
     int64_t* pos = C.levels[1].pos.as_mut<int64_t>();
     I* crd = C.levels[1].crd.as_mut<I>();
