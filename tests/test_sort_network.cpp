@@ -1,4 +1,4 @@
-// The AVX2 sorting networks that put SpGEMM rows of 5-64 columns in order
+// The AVX2 sorting networks that put SpGEMM rows of 5-256 columns in order
 // (kernels/sort_network_avx2.hpp): every length, keys from the whole int32 range (0 and
 // INT32_MAX included), repeated keys, and nothing past the n keys read as data or written.
 #include "kernels/sort_network_avx2.hpp"

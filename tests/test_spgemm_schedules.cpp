@@ -185,7 +185,7 @@ TEST(SpgemmSchedules, LongRowsBandedAndWide) {
 
 // Every way a Gustavson row is put in order (kernels/spgemm_gustavson_impl.hpp), with both
 // index types: short rows (insertion sort), short scattered rows (AVX2 sorting networks for
-// 32-bit columns up to 64 per row, rank sort otherwise), rows dense in
+// 32-bit columns up to 256 per row, rank sort otherwise), rows dense in
 // their column span (the dense accumulator reads its marks: the AVX2 decode writes eight at a
 // time, so rows end at every offset within a block), moderately sparse rows (bitmap) and very
 // sparse long rows (std::sort, and the hash accumulator's paths).
