@@ -118,9 +118,9 @@ struct Timing {
 using Once = std::function<double(double* sum, int64_t* nnz)>;
 
 // Times several systems on one problem, interleaved (round r runs every system once, starting
-// with system r mod n), so that background load on the shared machine affects them alike. First call, one warm-up call,
-// then >= 5 rounds (more while the problem is fast: up to ~0.6 s in all or 200 rounds);
-// steady = median.
+// with system r mod n), so that background load on the shared machine affects them alike.
+// First call, one warm-up call, then >= 5 rounds (more while the problem is fast: up to
+// ~0.6 s in all or 200 rounds); steady = median.
 std::vector<Timing> time_systems(std::vector<Once>& systems) {
   std::vector<Timing> out(systems.size());
   std::vector<std::vector<double>> times(systems.size());

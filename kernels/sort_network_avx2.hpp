@@ -14,7 +14,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 #include <limits>
 
 #define SJ_SORT_NETWORK_AVAILABLE 1
@@ -87,12 +86,9 @@ template <int R> SJ_NET_FN void sort_registers(__m256i* v) {
       sort_registers<R / 2>(v);
       sort_registers<R / 2>(v + R / 2);
     }
-    for (int i = 0; i < R / 4; ++i) {  // reverse the second half: registers and lanes
-      const __m256i a = reverse(v[R / 2 + i]), b = reverse(v[R - 1 - i]);
-      v[R / 2 + i] = b;
-      v[R - 1 - i] = a;
-    }
-    if constexpr (R == 2) v[1] = reverse(v[1]);
+    __m256i rev[R / 2];  // the second half reversed: registers and lanes
+    for (int i = 0; i < R / 2; ++i) rev[i] = reverse(v[R - 1 - i]);
+    for (int i = 0; i < R / 2; ++i) v[R / 2 + i] = rev[i];
     clean_registers<R>(v);
   }
 }

@@ -169,6 +169,15 @@ template <class I> constexpr int64_t network_sort_cost(int64_t n) {
   return 0;
 }
 
+// Sorts oc[0..n) by the network; only where network_sort_cost<I>(n) != 0.
+template <class I> inline void network_sort(I* oc, int64_t n) {
+#if SJ_SPGEMM_AVX2 && defined(SJ_SORT_NETWORK_AVAILABLE)
+  if constexpr (sizeof(I) == 4) sort_network::sort_keys(reinterpret_cast<int32_t*>(oc), n);
+#endif
+  (void)oc;
+  (void)n;
+}
+
 // A bitmap of `cols` bits, all clear between uses.
 struct BitmapScratch {
   std::vector<uint64_t> words;
@@ -208,16 +217,12 @@ inline void order_row(I* __restrict oc, int64_t n, I lo, I hi, uint64_t* __restr
     return;
   }
   const int64_t words = (static_cast<int64_t>(hi) >> 6) - (static_cast<int64_t>(lo) >> 6) + 1;
-#if SJ_SPGEMM_AVX2 && defined(SJ_SORT_NETWORK_AVAILABLE)
-  if constexpr (sizeof(I) == 4) {
-    const int64_t net = network_sort_cost<I>(n);
-    if (net != 0 && (!bits || net <= 3 * n + 37 * words)) {
-      sort_network::sort_keys(reinterpret_cast<int32_t*>(oc), n);
-      for (int64_t t = 0; t < n; ++t) emit(t, oc[t]);
-      return;
-    }
+  const int64_t net = network_sort_cost<I>(n);
+  if (net != 0 && (!bits || net <= 3 * n + 37 * words)) {
+    network_sort(oc, n);
+    for (int64_t t = 0; t < n; ++t) emit(t, oc[t]);
+    return;
   }
-#endif
   if (n <= kRankSortMax && (!bits || rank_is_cheaper(n, words))) {
     rank_sort(oc, n);
     for (int64_t t = 0; t < n; ++t) emit(t, oc[t]);
@@ -431,16 +436,12 @@ template <class S, class I, class V> struct DenseAcc {
       for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
       return n;
     }
-#if SJ_SPGEMM_AVX2 && defined(SJ_SORT_NETWORK_AVAILABLE)
     // Most rows of sparse products: sorted by a network, without order_row's other choices.
-    if constexpr (sizeof(I) == 4) {
-      if (n > kInsertionMax && n <= 32) {
-        sort_network::sort_keys(reinterpret_cast<int32_t*>(oc), n);
-        for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
-        return n;
-      }
+    if (n > kInsertionMax && n <= 32 && network_sort_cost<I>(n) != 0) {
+      network_sort(oc, n);
+      for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
+      return n;
     }
-#endif
     if (n) order_row(oc, n, lo, hi, bits, [&](int64_t t, I j) { ov[t] = vals[j]; });
     return n;
   }
@@ -785,8 +786,7 @@ void dense_product(const CsView<I, V>& A, const CsView<I, V>& B, V* __restrict C
 template <class I, class V> bool product_is_wide(const CsView<I, V>& A, const CsView<I, V>& B, const Allocator& alloc) {
   const size_t bytes = dense_workspace_bytes(B.inner, sizeof(V));
   if (bytes <= static_cast<size_t>(kDenseWorkspaceFloor) && !alloc.over_cap(bytes)) return false;
-  double work = static_cast<double>(A.nnz());
-  for (int64_t p = 0, e = A.nnz(); p < e; ++p) work += static_cast<double>(B.pos[A.crd[p] + 1] - B.pos[A.crd[p]]);
+  const double work = static_cast<double>(A.nnz()) + static_cast<double>(total_flops(A, B));
   return dense_workspace_too_wide(B.inner, sizeof(V), work, alloc.memory_cap());
 }
 
