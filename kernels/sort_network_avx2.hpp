@@ -97,6 +97,22 @@ template <int R> [[gnu::target("avx2"), gnu::noinline]] void sort_registers_outl
 
 constexpr int64_t kMaxKeys = 256;
 
+// Instructions to sort n keys, their loads and stores included (callgrind), 0 < n <= kMaxKeys.
+constexpr int64_t instructions(int64_t n) {
+  if (n <= 8) return 40;
+  if (n <= 16) return 100;
+  if (n <= 32) return 290;
+  if (n <= 64) return 760;
+  if (n <= 128) return 1900;
+  return 4800;
+}
+
+// Whether this CPU runs the networks (checked once).
+inline bool available() {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+
 // Keys a[8i .. n) of register i (none past n are read or written): the lanes at or past n
 // load as INT32_MAX.
 template <int R> SJ_NET_FN void sort_block(int32_t* a, int64_t n) {

@@ -153,17 +153,12 @@ inline bool rank_is_cheaper(int64_t n, int64_t words) {
 }
 
 // The AVX2 sorting networks (kernels/sort_network_avx2.hpp) for 32-bit columns: instructions
-// for 8 ... 256 keys, their loads and stores included (callgrind); 0 where unavailable.
+// for 8 ... 256 keys; 0 where unavailable. (This translation unit's AVX2 copy runs only on
+// AVX2 CPUs, so no runtime check here.)
 template <class I> constexpr int64_t network_sort_cost(int64_t n) {
 #if SJ_SPGEMM_AVX2 && defined(SJ_SORT_NETWORK_AVAILABLE)
-  if constexpr (sizeof(I) == 4) {
-    if (n <= 8) return 40;
-    if (n <= 16) return 100;
-    if (n <= 32) return 290;
-    if (n <= 64) return 760;
-    if (n <= 128) return 1900;
-    if (n <= sort_network::kMaxKeys) return 4800;
-  }
+  if constexpr (sizeof(I) == 4)
+    if (n <= sort_network::kMaxKeys) return sort_network::instructions(n);
 #endif
   (void)n;
   return 0;

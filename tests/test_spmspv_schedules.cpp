@@ -220,6 +220,48 @@ TEST(SpmspvSchedules, PushKeepsTheCscCopyOnTheHandle) {
   sj_plan_destroy(plan);
 }
 
+// The push puts each call's touched rows in order by reading back its marks (when it touched
+// a good part of the rows), an AVX2 sorting network (up to 256 int32 rows), std::sort or a
+// bitmap, by cost. Every touched count from 0 to 300 over a tall A (many bitmap words, so the
+// network wins where it applies) and a short one (the read-back, with rows past the last
+// 32), x over three columns that share some rows: every way bit-identical to the reference.
+TEST(SpmspvSchedules, PushOrdersEveryTouchedCount) {
+  Ctx ctx;
+  Rng rng(41);
+  const int64_t n = 3;
+  for (const int64_t m : {int64_t{40000}, int64_t{701}}) {
+    for (int64_t touched = 0; touched <= 300; touched += touched < 40 ? 1 : 7) {
+      std::vector<std::vector<int32_t>> cols_of_row(static_cast<size_t>(m));
+      for (int64_t k = 0; k < touched; ++k) {
+        const int64_t i = rng.uniform_int(0, m - 1);
+        const int32_t j = static_cast<int32_t>(k % n);
+        auto& r = cols_of_row[static_cast<size_t>(i)];
+        if (std::find(r.begin(), r.end(), j) == r.end()) r.push_back(j);
+      }
+      sj::CsResult<int32_t, double> a;
+      a.outer = m;
+      a.inner = n;
+      a.pos.push_back(0);
+      for (auto& r : cols_of_row) {
+        std::sort(r.begin(), r.end());
+        for (int32_t j : r) {
+          a.crd.push_back(j);
+          a.val.push_back(1.0 + 0.25 * static_cast<double>(a.crd.size() % 7));
+        }
+        a.pos.push_back(static_cast<int64_t>(a.crd.size()));
+      }
+      sj::SpVecResult<int32_t, double> xv;
+      xv.n = n;
+      xv.idx = {0, 1, 2};
+      xv.val = {1.5, -0.5, 3.0};
+      H A, x;
+      A.t = csr_handle(ctx.c, a);
+      x.t = vec_handle(ctx.c, xv);
+      check_spmspv(ctx.c, A.t, x.t, SJ_SEMIRING_PLUS_TIMES, std::to_string(m) + " rows, touched " + std::to_string(touched));
+    }
+  }
+}
+
 TEST(SpmspvSchedules, EveryRealMatrix) {
   auto files = sj::test::shared_matrices();
   if (files.empty()) GTEST_SKIP() << "no ../shared/data/matrices";
