@@ -288,7 +288,7 @@ template <class I, class V>
 #endif
 
 // Sparse y: sorted indices, written into the sink (capacity m) chunk by chunk. Each chunk
-// sorts its touched list when that is cheaper than scanning its rows' marks.
+// orders its touched rows the cheapest way (below).
 template <class S, class I, class V>
 void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part, Workers& w,
                  RowSink<I, V>& sink) {
@@ -300,13 +300,13 @@ void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Parti
       I* oi = sink.idx + r0;
       V* ov = sink.val + r0;
       // Touched rows in increasing order: read back from the marks when a good part of the
-      // chunk's rows was touched (AVX2), else a sorting network (up to 256 int32 rows on
-      // AVX2, no branch on the data), a comparison sort (~3 units per entry and level, and about a
-      // misprediction per entry), or a bitmap of the chunk's rows: set a bit per entry, then
-      // read the words over [r0, r1) and decode each set bit (~2 units per entry + 1 per
-      // word). Scanning the byte marks of every row instead cost ~0.5 ns per row: 0.1 ms per
-      // call at m = 200k. The network is weighed against the bitmap in instructions, as the
-      // SpGEMM rows do (kernels/spgemm_gustavson_impl.hpp: ~3 per entry + ~37 per word).
+      // chunk's rows was touched (AVX2); else a sorting network (up to 256 int32 rows on
+      // AVX2, no branch on the data), a comparison sort (~3 units per entry and level, and
+      // about a misprediction per entry), or a bitmap of the chunk's rows: set a bit per
+      // entry, then read the words over [r0, r1) and decode each set bit (~2 units per entry
+      // + 1 per word). Scanning the marks of every row one by one cost ~0.5 ns per row: 0.1 ms
+      // per call at m = 200k. The network is weighed against the bitmap in instructions, as
+      // the SpGEMM rows do (kernels/spgemm_gustavson_impl.hpp: ~3 per entry + ~37 per word).
 #ifdef SJ_SORT_NETWORK_AVAILABLE
       if (cnt * kScanTouchedShare >= r1 - r0 && sort_network::available()) {
         written = scan_touched(mark, acc, r0, r1, oi, ov);
