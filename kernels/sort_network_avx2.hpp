@@ -113,6 +113,15 @@ inline bool available() {
   return yes;
 }
 
+// For keys of type I: the instructions to sort n of them, or 0 where no network applies
+// (keys wider than 32 bits, or more than kMaxKeys).
+template <class I> constexpr int64_t cost([[maybe_unused]] int64_t n) {
+  if constexpr (sizeof(I) == 4) {
+    if (n <= kMaxKeys) return instructions(n);
+  }
+  return 0;
+}
+
 // Keys a[8i .. n) of register i (none past n are read or written): the lanes at or past n
 // load as INT32_MAX.
 template <int R> SJ_NET_FN void sort_block(int32_t* a, int64_t n) {
@@ -134,6 +143,11 @@ template <int R> SJ_NET_FN void sort_block(int32_t* a, int64_t n) {
   else if (n <= 64) sort_block<8>(a, n);
   else if (n <= 128) sort_block<16>(a, n);
   else sort_block<32>(a, n);
+}
+
+// Sorts a[0..n) of keys of type I where cost<I>(n) != 0.
+template <class I> [[gnu::target("avx2")]] inline void sort([[maybe_unused]] I* a, [[maybe_unused]] int64_t n) {
+  if constexpr (sizeof(I) == 4) sort_keys(reinterpret_cast<int32_t*>(a), n);
 }
 
 #undef SJ_NET_FN

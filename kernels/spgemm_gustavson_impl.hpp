@@ -155,22 +155,19 @@ inline bool rank_is_cheaper(int64_t n, int64_t words) {
 // The AVX2 sorting networks (kernels/sort_network_avx2.hpp) for 32-bit columns: instructions
 // for 8 ... 256 keys; 0 where unavailable. (This translation unit's AVX2 copy runs only on
 // AVX2 CPUs, so no runtime check here.)
-template <class I> constexpr int64_t network_sort_cost(int64_t n) {
+template <class I> constexpr int64_t network_sort_cost([[maybe_unused]] int64_t n) {
 #if SJ_SPGEMM_AVX2 && defined(SJ_SORT_NETWORK_AVAILABLE)
-  if constexpr (sizeof(I) == 4)
-    if (n <= sort_network::kMaxKeys) return sort_network::instructions(n);
-#endif
-  (void)n;
+  return sort_network::cost<I>(n);
+#else
   return 0;
+#endif
 }
 
 // Sorts oc[0..n) by the network; only where network_sort_cost<I>(n) != 0.
-template <class I> inline void network_sort(I* oc, int64_t n) {
+template <class I> inline void network_sort([[maybe_unused]] I* oc, [[maybe_unused]] int64_t n) {
 #if SJ_SPGEMM_AVX2 && defined(SJ_SORT_NETWORK_AVAILABLE)
-  if constexpr (sizeof(I) == 4) sort_network::sort_keys(reinterpret_cast<int32_t*>(oc), n);
+  sort_network::sort(oc, n);
 #endif
-  (void)oc;
-  (void)n;
 }
 
 // A bitmap of `cols` bits, all clear between uses.

@@ -235,20 +235,16 @@ inline Partition push_partition(const int64_t* row_pos, int64_t m, int64_t nx, i
 
 // The AVX2 sorting network (kernels/sort_network_avx2.hpp) for a touched list of n int32
 // rows: its instructions, or 0 where it does not apply (wider indices, n over 256, no AVX2).
-template <class I> inline int64_t touched_network_cost(int64_t n) {
+template <class I> inline int64_t touched_network_cost([[maybe_unused]] int64_t n) {
 #ifdef SJ_SORT_NETWORK_AVAILABLE
-  if constexpr (sizeof(I) == 4)
-    if (n > 1 && n <= sort_network::kMaxKeys && sort_network::available()) return sort_network::instructions(n);
+  if (n > 1 && sort_network::available()) return sort_network::cost<I>(n);
 #endif
-  (void)n;
   return 0;
 }
-template <class I> inline void touched_network_sort(I* list, int64_t n) {
+template <class I> inline void touched_network_sort([[maybe_unused]] I* list, [[maybe_unused]] int64_t n) {
 #ifdef SJ_SORT_NETWORK_AVAILABLE
-  if constexpr (sizeof(I) == 4) sort_network::sort_keys(reinterpret_cast<int32_t*>(list), n);
+  sort_network::sort(list, n);
 #endif
-  (void)list;
-  (void)n;
 }
 
 // Touched rows of [r0, r1) in increasing order, read from their byte marks 32 at a time (AVX2),

@@ -14,7 +14,7 @@
 namespace {
 
 TEST(SortNetwork, EveryLengthMatchesStdSort) {
-  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "CPU lacks AVX2";
+  if (!sj::sort_network::available()) GTEST_SKIP() << "CPU lacks AVX2";
   std::mt19937 rng(42);
   constexpr int32_t kGuard = -7;  // below every key: a write past n, or a read of it, shows
   for (int round = 0; round < 400; ++round) {
