@@ -13,8 +13,8 @@
 //   (min(lA, lB) >= 2n, or >= 24 with the automatic per-pair tiers; generated code), else 1.0 (the scalar merge); Cpair = 2 ns (call,
 //   overlap test, trimming). Gustavson (kernels/spgemm_schedules.cpp) costs ~1.6-4 ns per
 //   multiply (F = flops). For a uniform n x n matrix of density d, F = n^3 d^2 while the dot
-//   sweep steps over 2 n^3 d coordinates, so `inner` wins only when d is large (d > ~0.3)
-//   or the product is tiny: i.e. small, dense outputs — what the papers and PEERS.md found
+//   sweep steps over 2 n^3 d coordinates, so `inner` wins only when d is large (d > ~0.3):
+//   i.e. small, dense outputs — what the papers and PEERS.md found
 //   (inner-product SpGEMM 10-40x slower than Gustavson on the real matrices).
 #include <algorithm>
 #include <memory>
@@ -30,7 +30,11 @@
 namespace sj {
 namespace {
 
-constexpr double kC0 = 300;
+// Per call: the C API, plan execution and result allocation, as Gustavson's C0 (1800,
+// kernels/spgemm_schedules.cpp), plus B's CSC lookup and the result's copy. It was 300, which
+// made tiny products pick `inner` although Gustavson ran them faster (single thread, plan
+// execute + destroy: Tina_AskCal 0.87 vs 0.53 us, b1_ss 0.62 vs 0.41 us, GD01_b 1.32 vs 0.57 us).
+constexpr double kC0 = 1800 + 300;
 constexpr double kFlip = 2.5;
 constexpr double kPair = 2.0;
 constexpr double kCrdSimd = 0.25;

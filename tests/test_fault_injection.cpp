@@ -294,7 +294,8 @@ TEST(FaultInjection, CscCopiesGoThroughTheHooksAndAreNotKeptHalfMade) {
     h.calls = 0;
     ASSERT_EQ(run(hs, &again), SJ_OK) << sj_last_error_message();
     const int64_t cached = h.calls;
-    EXPECT_GE(first, cached + 3) << "B's CSC copy (positions, coordinates, values) must come from the hooks";
+    // (One allocation or three: a small copy's arrays share one block, src/tensor.cpp.)
+    EXPECT_GT(first, cached) << "B's CSC copy must come from the hooks";
     sj_tensor_destroy(again);
     destroy_all(hs);
     for (int64_t k = 1; k <= first; ++k) {
