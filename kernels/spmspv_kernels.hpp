@@ -17,8 +17,9 @@
 //
 // Threads (src/work_partition.hpp): every kernel splits the OUTPUT rows into chunks by
 // estimated work (A's nnz per row) and each chunk computes its rows exactly as the serial
-// loop does: push walks each x(j)'s column only over the chunk's rows (cut once per column
-// at every chunk's first row, PushCuts), into the running thread's accumulator. A sparse y is collected
+// loop does: push walks each x(j)'s column only over the chunk's rows (two chunks walk the
+// column's two ends; more are cut once per column at every chunk's first row, PushCuts), into
+// the running thread's accumulator. A sparse y is collected
 // per chunk at the chunk's own rows of the capacity-m sink (at most one entry per row), and
 // the chunks' segments are joined in row order. So y does not depend on the thread count.
 #pragma once
@@ -120,7 +121,17 @@ template <class I, class V> class PushCuts {
     for (int64_t r = 0; r <= runs; ++r) px.bounds[static_cast<size_t>(r)] = runs ? nx * r / runs : 0;
     w.run(px, [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
+        // The column bounds 16 entries ahead, then both ends of the column's rows 8 ahead:
+        // the search below reads them, and they are the pass's misses (without this prefetch
+        // the pass took 2.3 of a 7.9 ms 2-thread call on x at 10% of a 600k-column A; 1.0 ms
+        // with it).
         if (p + 16 < p1) __builtin_prefetch(pos + x.idx[p + 16]);
+        if (p + kPushPrefetch < p1) {
+          const int64_t ja = x.idx[p + kPushPrefetch];
+          const int64_t first = pos[ja];
+          __builtin_prefetch(crd + first);
+          __builtin_prefetch(crd + std::max(first, pos[ja + 1] - 1));  // empty columns: no address before crd
+        }
         const int64_t j = x.idx[p];
         int64_t q = pos[j];
         const int64_t e = pos[j + 1];
@@ -153,12 +164,21 @@ template <class I, class V> class PushCuts {
   ScratchArray<int64_t> cut_;
 };
 
-// Over the output rows [r0, r1) only: all rows, or chunk c of a partition with `cuts`. Calls
-// finish(list, count, acc, mark) with the touched rows (unsorted) whose acc holds y(i); finish
-// must reset mark[i] for every listed i.
+// Over the output rows [r0, r1) only. How the chunk finds its part of each column of x:
+//   all rows [0, m)     the whole column;
+//   with `cuts`         chunk c reads [lo, hi) from PushCuts (three or more chunks);
+//   the first chunk     from the column's start, forward while the row is below r1;
+//   the last chunk      from the column's end, backward while the row is at least r0.
+// Two chunks (two threads) thus need no cut pass at all: each walks its own end of every
+// column and reads one row past it (the cut pass, a dependent search per column, took 1.0 of
+// a 7.3 ms 2-thread call on x at 10% of a 600k-column A even with its prefetches). Walking a
+// column backwards changes only the order rows are first touched, which finish sorts away;
+// each y(i) still adds its products in increasing j.
+// Calls finish(list, count, acc, mark) with the touched rows (unsorted) whose acc holds y(i);
+// finish must reset mark[i] for every listed i.
 template <class S, class I, class V, class Finish>
 void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t c,
-                     Finish&& finish) {
+                     int64_t r0, int64_t r1, Finish&& finish) {
   const int64_t m = Acsc.inner;
   auto& ws = Scratch<I, V>::get();
   ws.need(m, m);
@@ -169,17 +189,15 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
   const int64_t* pos = Acsc.pos;
   const I* crd = Acsc.crd;
   const V* val = Acsc.val;
-  auto add = [&](int64_t q, int64_t e, V xj) {
-    for (; q < e; ++q) {
-      const I i = crd[q];
-      const V prod = S::mul(val[q], xj);
-      if (mark[i]) {
-        acc[i] = S::add(acc[i], prod);
-      } else {
-        mark[i] = 1;
-        acc[i] = prod;
-        list[cnt++] = i;
-      }
+  auto add1 = [&](int64_t q, V xj) {
+    const I i = crd[q];
+    const V prod = S::mul(val[q], xj);
+    if (mark[i]) {
+      acc[i] = S::add(acc[i], prod);
+    } else {
+      mark[i] = 1;
+      acc[i] = prod;
+      list[cnt++] = i;
     }
   };
   if (cuts) {
@@ -190,23 +208,36 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
         __builtin_prefetch(crd + lo[p + kPushPrefetch]);
         __builtin_prefetch(val + lo[p + kPushPrefetch]);
       }
-      add(lo[p], hi[p], x.val[p]);
+      const V xj = x.val[p];
+      for (int64_t q = lo[p], e = hi[p]; q < e; ++q) add1(q, xj);
     }
     finish(list, cnt, acc, mark);
     return;
   }
+  // x's columns are scattered through A's CSC arrays: fetch the column bounds 16 entries of x
+  // ahead and the column's first (the last chunk: last) lines of rows and values 8 ahead, so
+  // that the misses of several columns overlap (~1.5x on x at 10% of a 600k-column A, at 1 and
+  // 2 threads).
+  const bool backward = r0 > 0;  // the last of two chunks
+  const bool bounded = r1 < m;   // the first of two chunks
   for (int64_t p = 0; p < x.nnz; ++p) {
-    // x's columns are scattered through A's CSC arrays: fetch the column bounds 16 entries of
-    // x ahead and the column's first lines of rows and values 8 ahead, so that the misses of
-    // several columns overlap (~1.5x on x at 10% of a 600k-column A, at 1 and 2 threads)
     if (p + 2 * kPushPrefetch < x.nnz) __builtin_prefetch(pos + x.idx[p + 2 * kPushPrefetch]);
     if (p + kPushPrefetch < x.nnz) {
-      const int64_t ahead = pos[x.idx[p + kPushPrefetch]];
+      const int64_t ja = x.idx[p + kPushPrefetch];
+      const int64_t ahead = backward ? std::max(pos[ja], pos[ja + 1] - 1) : pos[ja];
       __builtin_prefetch(crd + ahead);
       __builtin_prefetch(val + ahead);
     }
     const int64_t j = x.idx[p];
-    add(pos[j], pos[j + 1], x.val[p]);
+    const V xj = x.val[p];
+    const int64_t b = pos[j], e = pos[j + 1];
+    if (backward) {
+      for (int64_t q = e - 1; q >= b && crd[q] >= r0; --q) add1(q, xj);
+    } else if (bounded) {
+      for (int64_t q = b; q < e && crd[q] < r1; ++q) add1(q, xj);
+    } else {
+      for (int64_t q = b; q < e; ++q) add1(q, xj);
+    }
   }
   finish(list, cnt, acc, mark);
 }
@@ -289,10 +320,10 @@ template <class S, class I, class V>
 void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part, Workers& w,
                  RowSink<I, V>& sink) {
   std::optional<PushCuts<I, V>> cuts;
-  if (part.chunks() > 1) cuts.emplace(Acsc, x, part, w);
+  if (part.chunks() > 2) cuts.emplace(Acsc, x, part, w);  // two chunks walk their ends (push_accumulate)
   run_sink_chunks(w, part, sink, [&](int64_t c, int64_t r0, int64_t r1) {
     int64_t written = 0;
-    push_accumulate<S>(Acsc, x, cuts ? &*cuts : nullptr, c, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
+    push_accumulate<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
       I* oi = sink.idx + r0;
       V* ov = sink.val + r0;
       // Touched rows in increasing order: read back from the marks when a good part of the
@@ -355,10 +386,10 @@ void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Parti
 template <class S, class I, class V>
 void push_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, V* y, const Partition& part, Workers& w) {
   std::optional<PushCuts<I, V>> cuts;
-  if (part.chunks() > 1) cuts.emplace(Acsc, x, part, w);
+  if (part.chunks() > 2) cuts.emplace(Acsc, x, part, w);  // two chunks walk their ends (push_accumulate)
   w.run_indexed(part, [&](int64_t c, int64_t r0, int64_t r1) {
     std::fill(y + r0, y + r1, S::zero());
-    push_accumulate<S>(Acsc, x, cuts ? &*cuts : nullptr, c, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
+    push_accumulate<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
       for (int64_t k = 0; k < cnt; ++k) {
         const I i = list[k];
         y[i] = acc[i];

@@ -21,6 +21,7 @@
 #include "sparsejit/sparsejit.h"
 #include "src/convert.hpp"
 #include "src/plan.hpp"
+#include "src/semiring.hpp"
 #include "src/tensor_file.hpp"
 #include "src/thread_pool.hpp"
 #include "src/work_partition.hpp"
@@ -160,6 +161,63 @@ TEST(WorkPartition, PushChunksFollowTheProductsPerStoredX) {
     EXPECT_EQ(p.chunks(), threads * sj::parallel_tuning().chunks_per_thread.load());
     EXPECT_EQ(p.bounds.back(), m);
   }
+}
+
+// Push SpMSpV over any cut of the rows gives the serial arrays: two chunks walk the two ends
+// of every column (the second one backwards), three or more read PushCuts. Columns with rows
+// only below, only at or above, or exactly on a chunk's first row, empty columns, empty chunks.
+TEST(WorkPartition, PushChunksMatchSerialAtEveryCut) {
+  Rng rng(21);
+  const int64_t m = 37, n = 23;  // A is m x n, given by column (CSC)
+  std::vector<int64_t> pos{0};
+  std::vector<int32_t> crd;
+  std::vector<double> val;
+  for (int64_t j = 0; j < n; ++j) {
+    std::vector<int32_t> rows;
+    if (j == 7) rows = {0, 3, 17};         // only below row 18
+    else if (j == 8) rows = {18, 25, 36};  // only at or above it
+    else if (j == 9) rows = {17, 18, 19};  // across it
+    else if (j != 5)                       // column 5 empty
+      for (int32_t i = 0; i < m; ++i)
+        if (rng.uniform01() < 0.3) rows.push_back(i);
+    for (int32_t i : rows) crd.push_back(i), val.push_back(0.1 * static_cast<double>(rng.uniform_int(-40, 40)));
+    pos.push_back(static_cast<int64_t>(crd.size()));
+  }
+  const sj::CsView<int32_t, double> A{n, m, pos.data(), crd.data(), val.data()};
+  std::vector<int32_t> xi;
+  std::vector<double> xv;
+  for (int32_t j = 0; j < n; ++j)
+    if (j == 5 || j == 7 || j == 8 || j == 9 || rng.uniform01() < 0.6) xi.push_back(j), xv.push_back(0.3 + 0.1 * j);
+  const sj::SpVecView<int32_t, double> x{n, static_cast<int64_t>(xi.size()), xi.data(), xv.data()};
+  auto run = [&](const sj::Partition& part, int threads) {
+    sj::Workers w = sj::Workers::for_call(context(threads), 0);
+    std::vector<int32_t> idx(m);
+    std::vector<double> v(m), dense(m);
+    sj::spmspv::RowSink<int32_t, double> sink;
+    sink.idx = idx.data();
+    sink.val = v.data();
+    sj::spmspv::push_sparse<sj::PlusTimes<double>>(A, x, part, w, sink);
+    std::vector<int32_t> oi(sink.count);
+    std::vector<double> ov(sink.count);
+    sink.gather(oi.data(), ov.data());
+    sj::spmspv::push_dense<sj::PlusTimes<double>>(A, x, dense.data(), part, w);
+    return std::make_tuple(oi, ov, dense);
+  };
+  sj::Partition serial;
+  serial.bounds = {0, m};
+  const auto want = run(serial, 1);
+  ASSERT_FALSE(std::get<0>(want).empty());
+  const std::vector<std::vector<int64_t>> cuts{{0, 18, m}, {0, 1, m}, {0, m - 1, m}, {0, 0, m}, {0, m, m},
+                                               {0, 17, 19, m}, {0, 9, 18, 30, m}, {0, 18, 18, m}};
+  for (const auto& b : cuts)
+    for (int threads : {1, 2, 3}) {
+      sj::Partition part;
+      part.bounds.assign(b.begin(), b.end());
+      const auto got = run(part, threads);
+      EXPECT_EQ(std::get<0>(got), std::get<0>(want)) << b.size() - 1 << " chunks, " << b[1] << ", " << threads << " threads";
+      EXPECT_EQ(std::get<1>(got), std::get<1>(want)) << b.size() - 1 << " chunks, " << b[1];
+      EXPECT_EQ(std::get<2>(got), std::get<2>(want)) << b.size() - 1 << " chunks, " << b[1];
+    }
 }
 
 // Row i holds columns (i*7 + t) % cols for t < i % 6: the pieces and two-pass assembly give
