@@ -102,6 +102,9 @@ void run_sink_chunks(Workers& w, const Partition& p, RowSink<I, V>& sink, Chunk&
 
 // ---- push: A given as CSC (outer = columns j, inner = rows i) ----
 constexpr int64_t kPushPrefetch = 8;  // entries of x ahead (prefetching the touched accumulators too was slower)
+// Position of column j's last entry, or of its start when it is empty (an address to
+// prefetch: never before the column's arrays).
+inline int64_t column_last(const int64_t* pos, int64_t j) { return std::max(pos[j], pos[j + 1] - 1); }
 // Parallel push: the columns of x's entries cut at every chunk's first row, in one pass split
 // over x among the threads, so that each column is looked up and searched once, not once per
 // chunk. A chunk then reads its part of each column from two sequential arrays: no range test,
@@ -128,9 +131,8 @@ template <class I, class V> class PushCuts {
         if (p + 16 < p1) __builtin_prefetch(pos + x.idx[p + 16]);
         if (p + kPushPrefetch < p1) {
           const int64_t ja = x.idx[p + kPushPrefetch];
-          const int64_t first = pos[ja];
-          __builtin_prefetch(crd + first);
-          __builtin_prefetch(crd + std::max(first, pos[ja + 1] - 1));  // empty columns: no address before crd
+          __builtin_prefetch(crd + pos[ja]);
+          __builtin_prefetch(crd + column_last(pos, ja));
         }
         const int64_t j = x.idx[p];
         int64_t q = pos[j];
@@ -163,6 +165,15 @@ template <class I, class V> class PushCuts {
   int64_t nx_;
   ScratchArray<int64_t> cut_;
 };
+
+// The cuts the chunks of `part` read in push_accumulate: none for one or two chunks, which
+// walk the ends of each column instead (the first and last chunk need no cut).
+template <class I, class V>
+std::optional<PushCuts<I, V>> push_cuts(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part,
+                                        Workers& w) {
+  if (part.chunks() <= 2) return std::nullopt;
+  return PushCuts<I, V>(Acsc, x, part, w);
+}
 
 // Over the output rows [r0, r1) only. How the chunk finds its part of each column of x:
 //   all rows [0, m)     the whole column;
@@ -224,7 +235,7 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
     if (p + 2 * kPushPrefetch < x.nnz) __builtin_prefetch(pos + x.idx[p + 2 * kPushPrefetch]);
     if (p + kPushPrefetch < x.nnz) {
       const int64_t ja = x.idx[p + kPushPrefetch];
-      const int64_t ahead = backward ? std::max(pos[ja], pos[ja + 1] - 1) : pos[ja];
+      const int64_t ahead = backward ? column_last(pos, ja) : pos[ja];
       __builtin_prefetch(crd + ahead);
       __builtin_prefetch(val + ahead);
     }
@@ -319,8 +330,7 @@ template <class I, class V>
 template <class S, class I, class V>
 void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part, Workers& w,
                  RowSink<I, V>& sink) {
-  std::optional<PushCuts<I, V>> cuts;
-  if (part.chunks() > 2) cuts.emplace(Acsc, x, part, w);  // two chunks walk their ends (push_accumulate)
+  const std::optional<PushCuts<I, V>> cuts = push_cuts(Acsc, x, part, w);
   run_sink_chunks(w, part, sink, [&](int64_t c, int64_t r0, int64_t r1) {
     int64_t written = 0;
     push_accumulate<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
@@ -385,8 +395,7 @@ void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Parti
 // Dense y (length m): zero() where no product formed.
 template <class S, class I, class V>
 void push_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, V* y, const Partition& part, Workers& w) {
-  std::optional<PushCuts<I, V>> cuts;
-  if (part.chunks() > 2) cuts.emplace(Acsc, x, part, w);  // two chunks walk their ends (push_accumulate)
+  const std::optional<PushCuts<I, V>> cuts = push_cuts(Acsc, x, part, w);
   w.run_indexed(part, [&](int64_t c, int64_t r0, int64_t r1) {
     std::fill(y + r0, y + r1, S::zero());
     push_accumulate<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
