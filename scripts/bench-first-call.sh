@@ -6,6 +6,7 @@
 #
 #   scripts/bench-first-call.sh [matrix.mtx ...]      (square matrices; default: a few > 1 ms)
 #   BUILD=build   build folder with bench/bench_call_overhead
+#   SPARSEJIT_BENCH_CLOCK=wall   wall time instead of thread CPU time (a quiet machine only)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD:-$here/build}"
@@ -38,6 +39,8 @@ for m, k in by.items():
     o = [med("ours", i) for i in range(4)]; b = [med("bare", i) for i in range(4)]
     print(f"{m:14} {o[0]:9.3f} {o[1]:8.3f} {o[2]:6.2f} {o[3]:7.0f} | {b[0]:9.3f} {b[1]:8.3f} {b[2]:6.2f} {b[3]:7.0f} | "
           f"{o[0]-b[0]:+.3f} ms, {o[0]/b[0]:.2f}x the bare first call")
-print("(thread CPU time, ms; medians of 5 fresh processes each; ratio = first / steady of that process)")
+import os
+clock = "wall time" if os.environ.get("SPARSEJIT_BENCH_CLOCK") == "wall" else "thread CPU time"
+print(f"({clock}, ms; medians of 5 fresh processes each; ratio = first / steady of that process)")
 PY
 echo "raw results: $raw" >&2

@@ -1,6 +1,7 @@
 #include "src/convert.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "src/dispatch.hpp"
@@ -276,12 +277,49 @@ bool already_in(const Tensor& t, const FormatSpec& spec, IndexType it) {
   return format_spec_of(t) == spec && (t.index_type == it || !has_coordinates);
 }
 
+namespace {
+
+// `t` with its coordinates stored as `it`: the same levels, new coordinate arrays, positions
+// and values shared (O(nnz), against the sort of the general path). Only when every
+// coordinate fits, which dims bound (a tensor's coordinates are checked against its dims).
+bool coordinates_fit(const Tensor& t, IndexType it) {
+  if (it == IndexType::I64) return true;
+  for (int m = 0; m < t.order; ++m)
+    if (t.dims[m] > int64_t{std::numeric_limits<int32_t>::max()} + 1) return false;
+  return true;
+}
+
+template <class From, class To> void narrow_or_widen(const Buffer& from, Buffer& to, int64_t n) {
+  const From* src = from.as<From>();
+  To* dst = to.as_mut<To>();
+  for (int64_t p = 0; p < n; ++p) dst[p] = static_cast<To>(src[p]);
+}
+
+Tensor with_index_type(const Tensor& t, IndexType it, const Allocator& alloc) {
+  Tensor out = t;
+  out.derived = nullptr;
+  out.index_type = it;
+  for (int l = 0; l < t.order; ++l) {
+    if (t.levels[l].kind == LevelKind::Dense) continue;
+    const int64_t n = t.level_entries(l);
+    Buffer crd = Buffer::allocate_array(alloc, n, index_size(it));
+    if (it == IndexType::I32) narrow_or_widen<int64_t, int32_t>(t.levels[l].crd, crd, n);
+    else narrow_or_widen<int32_t, int64_t>(t.levels[l].crd, crd, n);
+    out.levels[l].crd = std::move(crd);
+  }
+  return out;
+}
+
+}  // namespace
+
 Tensor convert(const Tensor& t, const FormatSpec& spec, IndexType it, const Allocator& alloc) {
   if (already_in(t, spec, it)) return t;
-  if (t.order == 2 && it == t.index_type && (is_csr(t) || is_csc(t))) {
+  if (format_spec_of(t) == spec && coordinates_fit(t, it)) return with_index_type(t, it, alloc);
+  if (t.order == 2 && (is_csr(t) || is_csc(t)) && coordinates_fit(t, it)) {
     FormatSpec flipped = format_spec_of(t);
     std::swap(flipped.mode_order[0], flipped.mode_order[1]);
-    if (flipped == spec) return flip_orientation(t, alloc);
+    if (flipped == spec)
+      return it == t.index_type ? flip_orientation(t, alloc) : flip_orientation(with_index_type(t, it, alloc), alloc);
   }
   return from_coo(to_coo(t), spec, it, t.value_type, alloc, Duplicates::Refuse);
 }
@@ -352,6 +390,7 @@ Tensor with_output_index_type(Tensor result, int requested, const Allocator& all
   bool has_coordinates = false;
   for (int l = 0; l < result.order; ++l) has_coordinates |= result.levels[l].kind != LevelKind::Dense;
   IndexType it = from_c(static_cast<sj_index_type>(requested));
+  if (!has_coordinates) result.index_type = it;  // nothing to convert: the type is a label
   if (!has_coordinates || it == result.index_type) return result;
   return convert(result, format_spec_of(result), it, alloc);
 }

@@ -18,6 +18,7 @@
 #include "src/error.hpp"
 #include "src/json_writer.hpp"
 #include "src/logging.hpp"
+#include "src/operation.hpp"
 #include "src/work_partition.hpp"
 
 namespace sj::einsum {
@@ -312,9 +313,12 @@ void EinsumPlan::check_operands(const std::vector<Tensor>& ops, bool planning) {
   if (planning) {
     index_dims_ = dims;
     value_type_ = vt;
-    index_type_ = IndexType::I32;
+    // Kernels run in the coordinate type most of the stored coordinates already have; the
+    // result gets i64 when any operand has it (unless the options ask for a type).
+    result_index_type_ = IndexType::I32;
     for (auto& t : ops)
-      if (t.index_type == IndexType::I64) index_type_ = IndexType::I64;
+      if (t.index_type == IndexType::I64) result_index_type_ = IndexType::I64;
+    index_type_ = result_index_type_ == IndexType::I32 ? IndexType::I32 : compute_index_type(ops);
     for (auto& t : ops) given_.push_back(t.describe());
   } else if (dims != index_dims_) {
     fail(SJ_ERR_SHAPE_MISMATCH, "operands do not have the planned shapes");
@@ -772,7 +776,9 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
       }
     result = reference_to_tensor(ref, output_format_, output_dims_, index_type_, value_type_, sr, ctx_.allocator);
   }
-  result = with_output_index_type(std::move(result), options_.output_index_type, ctx_.allocator);
+  result = with_output_index_type(std::move(result),
+                                  options_.output_index_type != -1 ? options_.output_index_type : to_c(result_index_type_),
+                                  ctx_.allocator);
   last_threads_ = workers.threads;
   last_chunks_ = workers.chunks;
   double ms = ms_since(t0);

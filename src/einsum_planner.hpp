@@ -106,7 +106,8 @@ class EinsumPlan {
   std::array<int64_t, kMaxOrder> output_dims_{};
   bool sparse_output_ = false;
   bool dense_temp_ = false;   // sparse output computed through a dense array + presence flags
-  IndexType index_type_ = IndexType::I32;
+  IndexType index_type_ = IndexType::I32;         // what kernels run in
+  IndexType result_index_type_ = IndexType::I32;  // the result's, by default
   ValueType value_type_ = ValueType::F64;
   std::vector<TermPlan> terms_;
   double plan_ms_ = 0;

@@ -226,9 +226,10 @@ PreparedOperands prepare(const OpRequest& r, const Allocator& alloc) {
   PreparedOperands p;
   const size_t first = r.op == SJ_OP_SPGEMM_MASKED ? 1 : 0;
   p.value_type = r.operands[first].value_type;
-  p.index_type = IndexType::I32;
+  p.result_index_type = IndexType::I32;
   for (auto& t : r.operands)
-    if (t.index_type == IndexType::I64) p.index_type = IndexType::I64;
+    if (t.index_type == IndexType::I64) p.result_index_type = IndexType::I64;
+  p.index_type = p.result_index_type == IndexType::I32 ? IndexType::I32 : compute_index_type(r.operands);
   const IndexType it = p.index_type;
   auto& o = r.options;
   switch (r.op) {

@@ -137,6 +137,16 @@ TEST(SpmspvSchedules, MixedIndexTypesAndOutputIndexType) {
   check_spmspv(ctx.c, A.t, x.t, SJ_SEMIRING_PLUS_TIMES, "i32 A, i64 x");
   sj_op_options o;
   sj_op_options_init(&o);
+  // Computed in i32 (A has most coordinates), returned in i64 by default: any operand has it.
+  for (int dense = 0; dense < 2; ++dense) {
+    o.dense_output = dense;
+    H def;
+    ASSERT_EQ(sj_spmspv(ctx.c, A.t, x.t, &o, &def.t), SJ_OK) << msg();
+    sj_tensor_info info;
+    ASSERT_EQ(sj_tensor_get_info(def.t, &info), SJ_OK);
+    EXPECT_EQ(info.index_type, SJ_INDEX_INT64) << "dense " << dense;
+  }
+  o.dense_output = 0;
   o.output_index_type = SJ_INDEX_INT32;
   o.schedule = SJ_SCHEDULE_REFERENCE;
   H ref;

@@ -216,6 +216,94 @@ TEST(Tensor, ConversionRoundTripsThroughEveryFormat) {
   }
 }
 
+// A change of coordinate type alone keeps the levels, shares positions and values, and gives
+// what the general (sorting) path gives; CSR <-> CSC with a type change flips the retyped
+// matrix. Every sparse format, both directions, and a 3-D CSF.
+TEST(Tensor, IndexTypeChangeMatchesTheGeneralPath) {
+  test::Rng rng(19);
+  for (int seed = 0; seed < 30; ++seed) {
+    int64_t rows = rng.uniform_int(0, 9), cols = rng.uniform_int(0, 9);
+    auto m = test::random_matrix<int32_t, double>(rng, rows, cols);
+    Tensor a = to_tensor(default_allocator(), true, m, ValueType::F64);
+    for (sj_format f : {SJ_FORMAT_CSR, SJ_FORMAT_CSC, SJ_FORMAT_DCSR, SJ_FORMAT_COO}) {
+      for (IndexType from : {IndexType::I32, IndexType::I64}) {
+        const IndexType to = from == IndexType::I32 ? IndexType::I64 : IndexType::I32;
+        Tensor src = convert(a, format_spec(f, 2), from, default_allocator());
+        Tensor got = convert(src, format_spec(f, 2), to, default_allocator());
+        Tensor want = from_coo(to_coo(src), format_spec(f, 2), to, ValueType::F64, default_allocator());
+        ASSERT_NO_THROW(validate(got)) << got.describe();
+        EXPECT_EQ(got.index_type, to);
+        EXPECT_EQ(format_spec_of(got), format_spec_of(want));
+        EXPECT_EQ(got.values.data(), src.values.data()) << "values are shared";
+        CooTensor g = to_coo(got), w = to_coo(want);
+        EXPECT_EQ(g.coords[0], w.coords[0]);
+        EXPECT_EQ(g.coords[1], w.coords[1]);
+        EXPECT_EQ(g.values, w.values);
+      }
+    }
+    for (IndexType from : {IndexType::I32, IndexType::I64}) {
+      const IndexType to = from == IndexType::I32 ? IndexType::I64 : IndexType::I32;
+      Tensor csc = convert(a, format_spec(SJ_FORMAT_CSC, 2), from, default_allocator());
+      Tensor got = convert(csc, format_spec(SJ_FORMAT_CSR, 2), to, default_allocator());
+      ASSERT_NO_THROW(validate(got));
+      EXPECT_TRUE(is_csr(got));
+      EXPECT_EQ(got.index_type, to);
+      CooTensor g = to_coo(got), w = to_coo(a);
+      EXPECT_EQ(g.coords[0], w.coords[0]);
+      EXPECT_EQ(g.coords[1], w.coords[1]);
+      EXPECT_EQ(g.values, w.values);
+    }
+  }
+  CooTensor c;
+  c.order = 3;
+  c.dims = {3, 4, 5};
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t k = 0; k < 5; ++k)
+        if (rng.bernoulli(0.3)) {
+          c.coords[0].push_back(i);
+          c.coords[1].push_back(j);
+          c.coords[2].push_back(k);
+          c.values.push_back(static_cast<double>(rng.uniform_int(1, 9)));
+        }
+  Tensor t = from_coo(c, format_spec(SJ_FORMAT_CSF, 3), IndexType::I64, ValueType::F64, default_allocator());
+  Tensor narrow = convert(t, format_spec(SJ_FORMAT_CSF, 3), IndexType::I32, default_allocator());
+  ASSERT_NO_THROW(validate(narrow));
+  EXPECT_EQ(narrow.index_type, IndexType::I32);
+  CooTensor got = to_coo(narrow);
+  for (int m = 0; m < 3; ++m) EXPECT_EQ(got.coords[m], c.coords[m]);
+  EXPECT_EQ(got.values, c.values);
+}
+
+// At the i32 limit: coordinates up to 2^31 - 1 narrow; a dimension past 2^31 cannot be i32
+// and is refused with a message (the general path's check), not truncated.
+TEST(Tensor, IndexTypeChangeAtTheInt32Limit) {
+  std::vector<int64_t> pos{0, 2};
+  std::vector<int64_t> crd{INT32_MAX - 1, INT32_MAX};
+  std::vector<double> val{1, 2};
+  Tensor t;
+  t.order = 2;
+  t.dims = {1, int64_t{INT32_MAX} + 1};
+  t.levels.resize(2);
+  t.levels[0].kind = LevelKind::Dense;
+  t.levels[1].kind = LevelKind::Compressed;
+  t.levels[1].pos = Buffer::borrow(pos.data(), pos.size() * 8);
+  t.levels[1].crd = Buffer::borrow(crd.data(), crd.size() * 8);
+  t.values = Buffer::borrow(val.data(), val.size() * 8);
+  t.index_type = IndexType::I64;
+  ASSERT_NO_THROW(validate(t));
+  Tensor n = convert(t, format_spec(SJ_FORMAT_CSR, 2), IndexType::I32, default_allocator());
+  ASSERT_NO_THROW(validate(n));
+  EXPECT_EQ(to_coo(n).coords[1], (std::vector<int64_t>{INT32_MAX - 1, INT32_MAX}));
+  t.dims[1] = int64_t{INT32_MAX} + 2;
+  try {
+    convert(t, format_spec(SJ_FORMAT_CSR, 2), IndexType::I32, default_allocator());
+    FAIL() << "a dimension past 2^31 was narrowed to i32";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), SJ_ERR_OVERFLOW) << e.what();
+  }
+}
+
 TEST(Tensor, TransposeIsAnInvolutionAndMatchesCoordinates) {
   test::Rng rng(11);
   for (int seed = 0; seed < 30; ++seed) {
