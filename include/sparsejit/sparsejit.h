@@ -349,7 +349,11 @@ typedef struct sj_op_options {
   int dense_output;       /* nonzero: the result is a dense tensor */
   int transpose_a;        /* use A^T */
   int transpose_b;        /* use B^T (SpGEMM, element-wise) */
-  int output_index_type;  /* -1 = like the inputs; else an sj_index_type */
+  int output_index_type;  /* -1 = like the inputs (int64 if any operand has int64 indices);
+                             else an sj_index_type. Operands of mixed index types are
+                             computed in the type most stored indices have (the smaller
+                             operands are converted for the call), int64 only when a
+                             dimension exceeds 2^31. */
   sj_coiter_method method; /* coiteration block compare; default auto */
   int calibrate;          /* nonzero (with schedule auto): time the 2-3 cheapest candidate
                              schedules on a sample of rows and keep the fastest; the decision
