@@ -51,8 +51,8 @@ struct PreparedOperands {
 };
 PreparedOperands prepare(const OpRequest& req, const Allocator& alloc);
 
-// The coordinate type kernels run in for these operands: i64 when a dimension does not fit in
-// int32; otherwise the type of the operand that stores the most coordinates, so that mixed
+// The coordinate type kernels run in for these operands: i64 when a dimension is 2^31 or more
+// (kernels count rows and columns in the coordinate type too); otherwise the type of the operand that stores the most coordinates, so that mixed
 // operands convert the smaller ones (an int32 matrix times an int64 vector converts x, O(nnz x)
 // per call, not a copy of A: 55 ms for 2M entries on a first call).
 template <class Operands>
@@ -60,7 +60,7 @@ IndexType compute_index_type(const Operands& operands) {
   int64_t stored[2] = {0, 0};  // coordinates stored in i32 / i64 operands
   for (const Tensor& t : operands) {
     for (int m = 0; m < t.order; ++m)
-      if (t.dims[m] > int64_t{std::numeric_limits<int32_t>::max()} + 1) return IndexType::I64;
+      if (t.dims[m] > std::numeric_limits<int32_t>::max()) return IndexType::I64;
     for (int l = 0; l < t.order; ++l)
       if (t.levels[l].kind != LevelKind::Dense) stored[t.index_type == IndexType::I64 ? 1 : 0] += t.level_entries(l);
   }

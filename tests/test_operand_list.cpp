@@ -171,13 +171,14 @@ TEST(OperandList, PrepareConvertsTheSmallerOperandOfMixedIndexTypes) {
   with_dense.borrow(A);
   with_dense.borrow(dense);
   EXPECT_EQ(sj::compute_index_type(with_dense), sj::IndexType::I32);
-  // A dimension past 2^31 needs i64 whatever the vote; 2^31 itself still fits i32 coordinates.
-  Tensor wide = sj::make_sparse_vector(sj::default_allocator(), int64_t{1} << 31, 0, sj::IndexType::I32,
+  // A dimension of 2^31 or more needs i64 whatever the vote; 2^31 - 1 fits i32.
+  Tensor wide = sj::make_sparse_vector(sj::default_allocator(), INT32_MAX, 0, sj::IndexType::I32,
                                        sj::ValueType::F64);
   sj::OperandList at_limit;
+  at_limit.borrow(A);
   at_limit.borrow(wide);
   EXPECT_EQ(sj::compute_index_type(at_limit), sj::IndexType::I32);
-  wide.dims[0] = (int64_t{1} << 31) + 1;
+  wide.dims[0] = int64_t{1} << 31;
   EXPECT_EQ(sj::compute_index_type(at_limit), sj::IndexType::I64);
 }
 
