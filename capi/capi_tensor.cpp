@@ -91,6 +91,14 @@ Tensor borrow_desc(const sj_tensor_desc& d) {
   return t;
 }
 
+bool shares_an_array(const Tensor& a, const Tensor& b) {
+  auto same = [](const Buffer& x, const Buffer& y) { return !x.empty() && x.data() == y.data(); };
+  if (same(a.values, b.values)) return true;
+  for (size_t l = 0; l < a.levels.size() && l < b.levels.size(); ++l)
+    if (same(a.levels[l].pos, b.levels[l].pos) || same(a.levels[l].crd, b.levels[l].crd)) return true;
+  return false;
+}
+
 Tensor deep_copy(const Tensor& t, const Allocator& alloc) {
   Tensor c = t;
   auto copy = [&](Buffer& b) {
@@ -308,8 +316,10 @@ SJ_API sj_status sj_tensor_convert(sj_context* ctx, const sj_tensor* t, sj_forma
     require(out, "out");
     FormatSpec spec = format_spec(format, t->t.order, mode_order);
     Tensor c = convert(t->t, spec, from_c(capi::check_index_type(it)), ctx->impl->allocator);
-    // The result owns its arrays even when nothing had to change.
-    if (!c.owns_arrays()) c = capi::deep_copy(c, ctx->impl->allocator);
+    // The result owns its arrays, from this context's allocator, even when nothing (or only the
+    // index type) had to change: an array shared with `t` may be borrowed from the caller or
+    // belong to another context, which can be destroyed first.
+    if (!c.owns_arrays() || capi::shares_an_array(c, t->t)) c = capi::deep_copy(c, ctx->impl->allocator);
     *out = capi::new_tensor_handle(ctx, std::move(c));
   });
 }

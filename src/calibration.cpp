@@ -173,7 +173,7 @@ CalibrationOutcome calibrate_or_recall(const PlanInputs& in, const std::vector<c
   if (order.size() > kCandidates) order.resize(kCandidates);
   if (order.empty()) return out;
   const Sample sample = make_sample(in.req, in.prepared, in.ctx.allocator);
-  const PreparedOperands sp = prepare(sample.req, in.ctx.allocator);
+  const PreparedOperands sp = prepare(sample.req, in.ctx.allocator, in.prepared.index_type);
   PlanInputs sin{sample.req, sp, in.stats, in.flops, in.ctx};
   std::vector<std::pair<sj_schedule, double>> timings;
   double best = 1e300;

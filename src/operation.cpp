@@ -222,14 +222,15 @@ Tensor as_csr(const Tensor& t, bool transposed, IndexType it, const Allocator& a
   return make_csr(t, transposed, it, alloc);
 }
 
-PreparedOperands prepare(const OpRequest& r, const Allocator& alloc) {
+PreparedOperands prepare(const OpRequest& r, const Allocator& alloc, std::optional<IndexType> index_type) {
   PreparedOperands p;
   const size_t first = r.op == SJ_OP_SPGEMM_MASKED ? 1 : 0;
   p.value_type = r.operands[first].value_type;
   p.result_index_type = IndexType::I32;
   for (auto& t : r.operands)
     if (t.index_type == IndexType::I64) p.result_index_type = IndexType::I64;
-  p.index_type = p.result_index_type == IndexType::I32 ? IndexType::I32 : compute_index_type(r.operands);
+  if (index_type) p.index_type = *index_type;
+  else p.index_type = p.result_index_type == IndexType::I32 ? IndexType::I32 : compute_index_type(r.operands);
   const IndexType it = p.index_type;
   auto& o = r.options;
   switch (r.op) {

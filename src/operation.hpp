@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "src/context.hpp"
@@ -49,7 +50,10 @@ struct PreparedOperands {
   // (kept on B's handle). False when B^T costs nothing (B given as CSC).
   bool b_transpose_deferred = false;
 };
-PreparedOperands prepare(const OpRequest& req, const Allocator& alloc);
+// `index_type`: the coordinate type to compute in, when already chosen (a plan executes in the
+// type it was planned for, and a calibration sample in the full call's); else compute_index_type.
+PreparedOperands prepare(const OpRequest& req, const Allocator& alloc,
+                         std::optional<IndexType> index_type = std::nullopt);
 
 // The coordinate type kernels run in for these operands: i64 when a dimension is 2^31 or more
 // (kernels count rows and columns in the coordinate type too); otherwise the type of the operand that stores the most coordinates, so that mixed

@@ -46,6 +46,7 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
   // Inspect: the kernel forms of the operands (kept with their handles for later calls),
   // statistics of each matrix, and for SpGEMM the exact multiply count.
   PreparedOperands prepared = prepare(req, ctx_.allocator);
+  index_type_ = prepared.index_type;
   // Statistics are facts about an operand: computed once per handle and reused by later calls.
   for (size_t i = 0; i < req.operands.size(); ++i) {
     const Tensor& t = prepared.operands[i];
@@ -134,7 +135,9 @@ Tensor Plan::execute(const OperandList& operands) {
   req.op = op_;
   req.options = options_;
   for (const Tensor& t : operands) req.operands.borrow(t);
-  PreparedOperands prepared = prepare(req, ctx_.allocator);
+  // The planned coordinate type, whatever the vote of these operands' entry counts: kernels,
+  // kept forms and costs were chosen for it.
+  PreparedOperands prepared = prepare(req, ctx_.allocator, index_type_);
   Workers workers = Workers::for_call(ctx_, options_.threads);
   Tensor out = impl_->run(ExecInputs{req, prepared, ctx_, state_.get(), &workers});
   // Records for explain: relaxed, as explain only reports the latest values (and a seq_cst

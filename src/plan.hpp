@@ -70,6 +70,7 @@ class Plan {
   std::vector<MatrixStats> stats_;  // the inspector's findings per operand
   std::vector<std::string> given_;  // each operand as the caller gave it (describe())
   double flops_ = -1;
+  IndexType index_type_ = IndexType::I32;  // the coordinate type planned for: executions keep it
   double inspect_ms_ = 0;
   double plan_ms_ = 0;
   std::atomic<int64_t> executions_{0};
