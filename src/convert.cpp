@@ -314,9 +314,10 @@ Tensor with_index_type(const Tensor& t, IndexType it, const Allocator& alloc) {
 
 Tensor convert(const Tensor& t, const FormatSpec& spec, IndexType it, const Allocator& alloc) {
   if (already_in(t, spec, it)) return t;
-  if (format_spec_of(t) == spec && coordinates_fit(t, it)) return with_index_type(t, it, alloc);
+  const FormatSpec have = format_spec_of(t);
+  if (have == spec && coordinates_fit(t, it)) return with_index_type(t, it, alloc);
   if (t.order == 2 && (is_csr(t) || is_csc(t)) && coordinates_fit(t, it)) {
-    FormatSpec flipped = format_spec_of(t);
+    FormatSpec flipped = have;
     std::swap(flipped.mode_order[0], flipped.mode_order[1]);
     if (flipped == spec)
       return it == t.index_type ? flip_orientation(t, alloc) : flip_orientation(with_index_type(t, it, alloc), alloc);
@@ -385,11 +386,11 @@ Tensor with_value_type(const Tensor& t, ValueType vt, const Allocator& alloc) {
   return out;
 }
 
-Tensor with_output_index_type(Tensor result, int requested, const Allocator& alloc) {
-  if (requested == -1 || result.order == 0) return result;
+Tensor with_output_index_type(Tensor result, int requested, IndexType like_inputs, const Allocator& alloc) {
+  if (result.order == 0) return result;
   bool has_coordinates = false;
   for (int l = 0; l < result.order; ++l) has_coordinates |= result.levels[l].kind != LevelKind::Dense;
-  IndexType it = from_c(static_cast<sj_index_type>(requested));
+  IndexType it = requested == -1 ? like_inputs : from_c(static_cast<sj_index_type>(requested));
   if (!has_coordinates) result.index_type = it;  // nothing to convert: the type is a label
   if (!has_coordinates || it == result.index_type) return result;
   return convert(result, format_spec_of(result), it, alloc);

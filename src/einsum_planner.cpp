@@ -315,10 +315,9 @@ void EinsumPlan::check_operands(const std::vector<Tensor>& ops, bool planning) {
     value_type_ = vt;
     // Kernels run in the coordinate type most of the stored coordinates already have; the
     // result gets i64 when any operand has it (unless the options ask for a type).
-    result_index_type_ = IndexType::I32;
-    for (auto& t : ops)
-      if (t.index_type == IndexType::I64) result_index_type_ = IndexType::I64;
-    index_type_ = result_index_type_ == IndexType::I32 ? IndexType::I32 : compute_index_type(ops);
+    const IndexTypes types = index_types_of(ops);
+    index_type_ = types.compute;
+    result_index_type_ = types.result;
     for (auto& t : ops) given_.push_back(t.describe());
   } else if (dims != index_dims_) {
     fail(SJ_ERR_SHAPE_MISMATCH, "operands do not have the planned shapes");
@@ -776,9 +775,7 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
       }
     result = reference_to_tensor(ref, output_format_, output_dims_, index_type_, value_type_, sr, ctx_.allocator);
   }
-  result = with_output_index_type(std::move(result),
-                                  options_.output_index_type != -1 ? options_.output_index_type : to_c(result_index_type_),
-                                  ctx_.allocator);
+  result = with_output_index_type(std::move(result), options_.output_index_type, result_index_type_, ctx_.allocator);
   last_threads_ = workers.threads;
   last_chunks_ = workers.chunks;
   double ms = ms_since(t0);

@@ -226,11 +226,9 @@ PreparedOperands prepare(const OpRequest& r, const Allocator& alloc, std::option
   PreparedOperands p;
   const size_t first = r.op == SJ_OP_SPGEMM_MASKED ? 1 : 0;
   p.value_type = r.operands[first].value_type;
-  p.result_index_type = IndexType::I32;
-  for (auto& t : r.operands)
-    if (t.index_type == IndexType::I64) p.result_index_type = IndexType::I64;
-  if (index_type) p.index_type = *index_type;
-  else p.index_type = p.result_index_type == IndexType::I32 ? IndexType::I32 : compute_index_type(r.operands);
+  const IndexTypes types = index_types_of(r.operands);
+  p.result_index_type = types.result;
+  p.index_type = index_type ? *index_type : types.compute;
   const IndexType it = p.index_type;
   auto& o = r.options;
   switch (r.op) {

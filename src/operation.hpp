@@ -71,6 +71,21 @@ IndexType compute_index_type(const Operands& operands) {
   return stored[1] > stored[0] ? IndexType::I64 : IndexType::I32;
 }
 
+// The two coordinate types of a call: `result`, i64 when any operand has it (the default output
+// type), and `compute`, what kernels run in: i32 when every operand is i32, else the vote of
+// compute_index_type.
+struct IndexTypes {
+  IndexType compute = IndexType::I32, result = IndexType::I32;
+};
+template <class Operands>
+IndexTypes index_types_of(const Operands& operands) {
+  IndexTypes types;
+  for (const Tensor& t : operands)
+    if (t.index_type == IndexType::I64) types.result = IndexType::I64;
+  if (types.result == IndexType::I64) types.compute = compute_index_type(operands);
+  return types;
+}
+
 // The B operand of a schedule that merges with B^T: the deferred B^T made (kept on B's
 // handle), else the prepared B.
 Tensor merge_operand_b(const OpRequest& req, const PreparedOperands& p, const Allocator& alloc);
