@@ -30,6 +30,20 @@ Tensor vector_with_forms(double v) {
   return t;
 }
 
+// A 2 x 5 CSR matrix (i32) over the caller's arrays (borrowed).
+Tensor borrowed_csr_2x5(const int64_t (&pos)[3], const int32_t* crd, const double* val) {
+  Tensor A;
+  A.order = 2;
+  A.dims = {2, 5, 0, 0};
+  A.levels.resize(2);
+  A.levels[0].kind = sj::LevelKind::Dense;
+  A.levels[1].kind = sj::LevelKind::Compressed;
+  A.levels[1].pos = sj::Buffer::borrow(pos, sizeof pos);
+  A.levels[1].crd = sj::Buffer::borrow(crd, sizeof(int32_t) * pos[2]);
+  A.values = sj::Buffer::borrow(val, sizeof(double) * pos[2]);
+  return A;
+}
+
 TEST(OperandList, BorrowingCopiesNothingAndKeepsTheAddress) {
   Tensor a = vector_with_forms(1), b = vector_with_forms(2);
   OperandList l;
@@ -96,15 +110,7 @@ TEST(OperandList, PrepareBorrowsOperandsThatNeedNoConversion) {
   const int64_t pos[3] = {0, 1, 2};
   const int32_t crd[2] = {0, 4};
   const double val[2] = {1, 2};
-  Tensor A;
-  A.order = 2;
-  A.dims = {2, 5, 0, 0};
-  A.levels.resize(2);
-  A.levels[0].kind = sj::LevelKind::Dense;
-  A.levels[1].kind = sj::LevelKind::Compressed;
-  A.levels[1].pos = sj::Buffer::borrow(pos, sizeof pos);
-  A.levels[1].crd = sj::Buffer::borrow(crd, sizeof crd);
-  A.values = sj::Buffer::borrow(val, sizeof val);
+  Tensor A = borrowed_csr_2x5(pos, crd, val);
   Tensor x = vector_with_forms(1);
   sj::OpRequest req;
   req.op = SJ_OP_SPMSPV;
@@ -131,15 +137,7 @@ TEST(OperandList, PrepareConvertsTheSmallerOperandOfMixedIndexTypes) {
   const int64_t pos[3] = {0, 2, 3};
   const int32_t crd[3] = {0, 4, 2};
   const double val[3] = {1, 2, 3};
-  Tensor A;
-  A.order = 2;
-  A.dims = {2, 5, 0, 0};
-  A.levels.resize(2);
-  A.levels[0].kind = sj::LevelKind::Dense;
-  A.levels[1].kind = sj::LevelKind::Compressed;
-  A.levels[1].pos = sj::Buffer::borrow(pos, sizeof pos);
-  A.levels[1].crd = sj::Buffer::borrow(crd, sizeof crd);
-  A.values = sj::Buffer::borrow(val, sizeof val);
+  Tensor A = borrowed_csr_2x5(pos, crd, val);
   A.derived = std::make_shared<sj::DerivedForms>();
   Tensor x = sj::make_sparse_vector(sj::default_allocator(), 5, 1, sj::IndexType::I64, sj::ValueType::F64);
   x.levels[0].crd.as_mut<int64_t>()[0] = 4;

@@ -1,6 +1,7 @@
 // Formats, validation messages and conversions between every format.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 
 #include "src/convert.hpp"
@@ -24,6 +25,31 @@ Tensor csr_over(int64_t rows, int64_t cols, std::vector<int64_t>& pos, std::vect
   t.levels[1].crd = Buffer::borrow(crd.data(), crd.size() * 4);
   t.values = Buffer::borrow(val.data(), val.size() * 8);
   return t;
+}
+
+// A 3-D coordinate list with each position stored with probability 0.3 (values 1..9), in
+// lexicographic order.
+CooTensor random_coo3(test::Rng& rng, const std::array<int64_t, 3>& dims) {
+  CooTensor c;
+  c.order = 3;
+  c.dims = {dims[0], dims[1], dims[2]};
+  for (int64_t i = 0; i < dims[0]; ++i)
+    for (int64_t j = 0; j < dims[1]; ++j)
+      for (int64_t k = 0; k < dims[2]; ++k)
+        if (rng.bernoulli(0.3)) {
+          c.coords[0].push_back(i);
+          c.coords[1].push_back(j);
+          c.coords[2].push_back(k);
+          c.values.push_back(static_cast<double>(rng.uniform_int(1, 9)));
+        }
+  return c;
+}
+
+// The same entries, in the same order (coordinates of every mode and values).
+void expect_same_entries(const CooTensor& got, const CooTensor& want) {
+  ASSERT_EQ(got.order, want.order);
+  for (int m = 0; m < got.order; ++m) EXPECT_EQ(got.coords[m], want.coords[m]) << "mode " << m;
+  EXPECT_EQ(got.values, want.values);
 }
 
 std::string validation_message(const Tensor& t) {
@@ -235,10 +261,7 @@ TEST(Tensor, IndexTypeChangeMatchesTheGeneralPath) {
         EXPECT_EQ(got.index_type, to);
         EXPECT_EQ(format_spec_of(got), format_spec_of(want));
         EXPECT_EQ(got.values.data(), src.values.data()) << "values are shared";
-        CooTensor g = to_coo(got), w = to_coo(want);
-        EXPECT_EQ(g.coords[0], w.coords[0]);
-        EXPECT_EQ(g.coords[1], w.coords[1]);
-        EXPECT_EQ(g.values, w.values);
+        expect_same_entries(to_coo(got), to_coo(want));
       }
     }
     for (IndexType from : {IndexType::I32, IndexType::I64}) {
@@ -248,31 +271,15 @@ TEST(Tensor, IndexTypeChangeMatchesTheGeneralPath) {
       ASSERT_NO_THROW(validate(got));
       EXPECT_TRUE(is_csr(got));
       EXPECT_EQ(got.index_type, to);
-      CooTensor g = to_coo(got), w = to_coo(a);
-      EXPECT_EQ(g.coords[0], w.coords[0]);
-      EXPECT_EQ(g.coords[1], w.coords[1]);
-      EXPECT_EQ(g.values, w.values);
+      expect_same_entries(to_coo(got), to_coo(a));
     }
   }
-  CooTensor c;
-  c.order = 3;
-  c.dims = {3, 4, 5};
-  for (int64_t i = 0; i < 3; ++i)
-    for (int64_t j = 0; j < 4; ++j)
-      for (int64_t k = 0; k < 5; ++k)
-        if (rng.bernoulli(0.3)) {
-          c.coords[0].push_back(i);
-          c.coords[1].push_back(j);
-          c.coords[2].push_back(k);
-          c.values.push_back(static_cast<double>(rng.uniform_int(1, 9)));
-        }
+  CooTensor c = random_coo3(rng, {3, 4, 5});
   Tensor t = from_coo(c, format_spec(SJ_FORMAT_CSF, 3), IndexType::I64, ValueType::F64, default_allocator());
   Tensor narrow = convert(t, format_spec(SJ_FORMAT_CSF, 3), IndexType::I32, default_allocator());
   ASSERT_NO_THROW(validate(narrow));
   EXPECT_EQ(narrow.index_type, IndexType::I32);
-  CooTensor got = to_coo(narrow);
-  for (int m = 0; m < 3; ++m) EXPECT_EQ(got.coords[m], c.coords[m]);
-  EXPECT_EQ(got.values, c.values);
+  expect_same_entries(to_coo(narrow), c);
 }
 
 // At the i32 limit: coordinates up to 2^31 - 1 narrow; a dimension past 2^31 cannot be i32
@@ -351,18 +358,7 @@ TEST(Tensor, CooSortingAndDuplicates) {
 // 3-D CSF in every level order holds the same entries.
 TEST(Tensor, CsfInEveryModeOrder) {
   test::Rng rng(3);
-  CooTensor c;
-  c.order = 3;
-  c.dims = {4, 5, 3};
-  for (int64_t i = 0; i < 4; ++i)
-    for (int64_t j = 0; j < 5; ++j)
-      for (int64_t k = 0; k < 3; ++k)
-        if (rng.bernoulli(0.3)) {
-          c.coords[0].push_back(i);
-          c.coords[1].push_back(j);
-          c.coords[2].push_back(k);
-          c.values.push_back(static_cast<double>(rng.uniform_int(1, 9)));
-        }
+  CooTensor c = random_coo3(rng, {4, 5, 3});
   int orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
   for (auto& o : orders) {
     Tensor t = from_coo(c, format_spec(SJ_FORMAT_CSF, 3, o), IndexType::I32, ValueType::F64, default_allocator());
