@@ -566,6 +566,38 @@ template <class S, class I, class V> struct HashAcc {
 // ------------------------------------------------------------------------------------------
 // Drivers.
 
+// Software prefetch of B's rows a little ahead of the row of A being computed, for products
+// whose B does not stay in L2: every entry of A reads a row of B at a random place, and each
+// such row is otherwise a cache miss the row loop waits for. Two stages over A's entries (one
+// array across rows, so the look-ahead runs into the next rows): B.pos[k] 2*kAhead entries
+// ahead, then the first lines of row k's columns and values kAhead entries ahead.
+template <class I, class V> class BRowPrefetch {
+ public:
+  static constexpr int64_t kAhead = 16;
+  static constexpr int64_t kMinBytes = int64_t(1) << 20;  // B's columns and values, about L2
+  BRowPrefetch(const CsView<I, V>& A, const CsView<I, V>& B, int64_t first_row)
+      : A_(A), B_(B), end_(A.pos[A.outer]), next_(A.pos[first_row]),
+        on_(B.pos[B.outer] * static_cast<int64_t>(sizeof(I) + sizeof(V)) > kMinBytes) {}
+  // Called before row i is computed.
+  void before_row(int64_t i) {
+    if (!on_) return;
+    const int64_t target = std::min(A_.pos[i + 1] + kAhead, end_);
+    for (; next_ < target; ++next_) {
+      if (next_ + kAhead < end_) __builtin_prefetch(B_.pos + A_.crd[next_ + kAhead]);
+      const int64_t b = B_.pos[A_.crd[next_]];
+      __builtin_prefetch(B_.crd + b);
+      __builtin_prefetch(B_.val + b);
+    }
+  }
+
+ private:
+  const CsView<I, V>& A_;
+  const CsView<I, V>& B_;
+  const int64_t end_;
+  int64_t next_;
+  const bool on_;
+};
+
 // The multiply count: a bound on the output's entries in a few instructions per entry of A.
 template <class I, class V> int64_t total_flops(const CsView<I, V>& A, const CsView<I, V>& B) {
   int64_t f = 0;
@@ -628,7 +660,9 @@ Tensor sparse_product(const CsView<I, V>& A, const CsView<I, V>& B, const Acc& a
     V* val = C.values.as_mut<V>();
     int64_t nz = 0;
     pos[0] = 0;
+    BRowPrefetch<I, V> ahead(A, B, 0);
     for (int64_t i = 0; i < rows; ++i) {
+      ahead.before_row(i);
       const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
       if (a1 - a0 == 1) nz += row_one<S>(B, A.val[a0], A.crd[a0], crd + nz, val + nz);  // no call
       else if (a1 != a0) nz += acc.row(A, B, i, crd + nz, val + nz, ws);
@@ -638,15 +672,22 @@ Tensor sparse_product(const CsView<I, V>& A, const CsView<I, V>& B, const Acc& a
   }
   // Large output: count first (with the same accumulator), then fill arrays of the exact size.
   std::vector<int64_t> counts(static_cast<size_t>(rows) + 1, 0);
-  for (int64_t i = 0; i < rows; ++i) counts[i + 1] = counts[i] + (A.pos[i] == A.pos[i + 1] ? 0 : acc.count(A, B, i, ws));
+  BRowPrefetch<I, V> count_ahead(A, B, 0);
+  for (int64_t i = 0; i < rows; ++i) {
+    count_ahead.before_row(i);
+    counts[i + 1] = counts[i] + (A.pos[i] == A.pos[i + 1] ? 0 : acc.count(A, B, i, ws));
+  }
   const int64_t nnz = counts[rows];
   Tensor C = make_compressed_matrix(alloc, true, rows, cols, nnz + kRowSlack, it, vt);
   int64_t* pos = C.levels[1].pos.as_mut<int64_t>();
   std::memcpy(pos, counts.data(), sizeof(int64_t) * (static_cast<size_t>(rows) + 1));
   I* crd = C.levels[1].crd.as_mut<I>();
   V* val = C.values.as_mut<V>();
-  for (int64_t i = 0; i < rows; ++i)
+  BRowPrefetch<I, V> fill_ahead(A, B, 0);
+  for (int64_t i = 0; i < rows; ++i) {
+    fill_ahead.before_row(i);
     if (pos[i] != pos[i + 1]) acc.row(A, B, i, crd + pos[i], val + pos[i], ws);
+  }
   return C;
 }
 
@@ -684,7 +725,9 @@ Tensor sparse_product_parallel(const CsView<I, V>& A, const CsView<I, V>& B, Mak
                                     [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
                                       auto [acc, ws] = make();
                                       int64_t nz = 0;
+                                      BRowPrefetch<I, V> ahead(A, B, r0);
                                       for (int64_t i = r0; i < r1; ++i) {
+                                        ahead.before_row(i);
                                         if (A.pos[i] != A.pos[i + 1]) nz += acc.row(A, B, i, oc + nz, ov + nz, *ws);
                                         ends[i] = nz;
                                       }
@@ -694,7 +737,11 @@ Tensor sparse_product_parallel(const CsView<I, V>& A, const CsView<I, V>& B, Mak
       w, part, rows, cols, kRowSlack, alloc, vt,
       [&](int64_t r0, int64_t r1, int64_t* counts) {
         auto [acc, ws] = make();
-        for (int64_t i = r0; i < r1; ++i) counts[i] = A.pos[i] == A.pos[i + 1] ? 0 : acc.count(A, B, i, *ws);
+        BRowPrefetch<I, V> ahead(A, B, r0);
+        for (int64_t i = r0; i < r1; ++i) {
+          ahead.before_row(i);
+          counts[i] = A.pos[i] == A.pos[i + 1] ? 0 : acc.count(A, B, i, *ws);
+        }
       },
       [&](int64_t r0, int64_t r1, I* crd, V* val, const int64_t* pos) {
         auto [acc, ws] = make();
@@ -702,7 +749,9 @@ Tensor sparse_product_parallel(const CsView<I, V>& A, const CsView<I, V>& B, Mak
         // rows whose slack reaches the next chunk (another thread's) go through a scratch row.
         thread_local std::vector<I> sc;
         thread_local std::vector<V> sv;
+        BRowPrefetch<I, V> ahead(A, B, r0);
         for (int64_t i = r0; i < r1; ++i) {
+          ahead.before_row(i);
           if (pos[i] == pos[i + 1]) continue;
           if (r1 == rows || pos[i + 1] + kRowSlack <= pos[r1]) {
             acc.row(A, B, i, crd + pos[i], val + pos[i], *ws);

@@ -360,6 +360,36 @@ TEST(ParallelDeterminism, SpgemmTwoPassUnderMemoryCap) {
     }
 }
 
+// A B whose columns and values pass 1 MiB: Gustavson prefetches B's rows ahead of the row it
+// computes (BRowPrefetch, into the next rows and past each chunk's end), in the serial and
+// parallel drivers, with the upper-bound arrays and (under a memory cap) counting first.
+TEST(ParallelDeterminism, SpgemmWithLargeBMatchesTheReference) {
+  SplitSmallInputs split;
+  Rng rng(17);
+  sj::test::MatrixOptions empty;
+  empty.empty_row_fraction = 0.2;
+  const auto a = sj::test::random_power_law<int32_t, double>(rng, 2000, 30000, 4.0, 1.3, empty);
+  const auto b = sj::test::random_uniform<int32_t, double>(rng, 30000, 30000, 1.2e-4);
+  ASSERT_GT(b.crd.size() * 12, size_t(1) << 20);
+  std::vector<Tensor> ops{T(a), T(b)};
+  for (sj_schedule s : {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH})
+    check_case({"spgemm, large B, schedule " + std::to_string(s), SJ_OP_SPGEMM, ops, options(s)});
+  const Tensor want = sj::Plan(context(1), sj::OpRequest{SJ_OP_SPGEMM, ops, options(SJ_SCHEDULE_REFERENCE)}).execute(ops);
+  const int64_t nnz = want.levels[1].pos.as<int64_t>()[want.dims[0]];
+  const size_t cap = static_cast<size_t>(nnz * 12 + (want.dims[0] + 1) * 8) * 3 / 2 + 4096;
+  for (sj_schedule s : {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH})
+    for (int threads : kThreadCounts) {
+      sj_config c;
+      sj_config_init(&c);
+      c.threads = threads;
+      c.disable_disk_cache = 1;
+      c.memory_cap_bytes = cap;
+      sj::Context ctx(c);
+      sj::Plan plan(ctx, sj::OpRequest{SJ_OP_SPGEMM, ops, options(s)});
+      EXPECT_TRUE(same_bits(want, plan.execute(ops))) << threads << " threads under a cap, schedule " << s;
+    }
+}
+
 TEST(ParallelDeterminism, MaskedSpgemmEverySchedule) {
   SplitSmallInputs split;
   Rng rng(12);
