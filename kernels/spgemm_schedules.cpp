@@ -28,8 +28,14 @@
 // reference). The "memory" values are NOT well calibrated: the one wide real input (luxembourg,
 // 115k columns, rows of ~2) gave 9.0 (dense) / 6.9 (hash) ns per product after subtracting the
 // other terms, but that residue is per-row cost; with those values auto fell back to the
-// reference on uniform 100k x 100k (28x slower than ours), so they are set to 3.5 / 3.0, which
-// keeps luxembourg's measured order (hash < dense < reference) and picks ours on wide inputs. The masked constants are fitted the same way on A<A> = A*A
+// reference on uniform 100k x 100k (28x slower than ours), so dense is set to 3.5. Hash was
+// 3.0 until the sixteenth session, which measured on the AVX-512 EPYC (1 MiB L2, 32 MiB L3),
+// forced schedules, `bench_compare_spgemm --schedules` and a 100k x 100k uniform harness:
+// hash / dense = 1.36 (3 per row), 1.77 (5), 1.56-1.8 (10; also 200k x 200k), 1.6 (power-law
+// 100k, 8 per row), 0.84 (luxembourg, rows of ~2, most of them served without an accumulator).
+// Long rows pay hash's probes twice (insert, then gather in order) where the dense slots'
+// misses overlap. So hash is 5.5 (~1.57x dense): auto now runs dense on those inputs
+// (1.6-1.8x faster) and on luxembourg (1.19x slower). The masked constants are fitted the same way on A<A> = A*A
 // over the square real matrices (`--masked`; saxpy fit x1.56, dot fit x2.1: the dot's cost
 // depends on how often the coordinate ranges overlap, which the statistics do not say).
 #include <algorithm>
@@ -52,7 +58,7 @@ constexpr double kNnzA = 6.0;         // per entry of A: upper-bound pass, per-r
 constexpr double kAccCache = 1.6;     // per product, dense accumulator in L2
 constexpr double kAccMem = 3.5;       // per product, dense accumulator beyond L2
 constexpr double kHashCache = 2.6;    // per product, hash accumulator (dense one in L2)
-constexpr double kHashMem = 3.0;      // per product, hash accumulator (dense one beyond L2)
+constexpr double kHashMem = 5.5;      // per product, hash accumulator (dense one beyond L2)
 constexpr double kDenseFill = 0.15;   // per element of a dense result
 constexpr double kC0Masked = 2100;    // per call, masked schedules
 constexpr double kNnzMasked = 1.5;    // per entry of A, saxpy-then-mask
