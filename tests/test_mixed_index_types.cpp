@@ -186,4 +186,34 @@ TEST(MixedIndexTypes, ConvertingTheIndexTypeSharesNoArrayWithTheSource) {
   EXPECT_EQ(std::vector<double>(static_cast<const double*>(v), static_cast<const double*>(v) + n), values);
 }
 
+// Index notation follows the same rule: int32 and int64 operands in one expression give the
+// result the all-int64 operands give, with int64 indices, whichever side holds more entries.
+TEST(MixedIndexTypes, IndexNotationMatchesTheAllInt64Operands) {
+  Ctx ctx;
+  Rng rng(37);
+  for (int round = 0; round < 4; ++round) {
+    const bool a_big = round % 2 == 0;
+    auto a = random_uniform<int32_t, double>(rng, 30, 25, a_big ? 0.4 : 0.04);
+    auto b = random_uniform<int64_t, double>(rng, 25, 35, a_big ? 0.04 : 0.4);
+    auto e = random_uniform<int64_t, double>(rng, 30, 25, a_big ? 0.04 : 0.4);
+    H A, B, E, A64;
+    A.t = csr_handle(ctx.c, a);
+    B.t = csr_handle(ctx.c, b);
+    E.t = csr_handle(ctx.c, e);
+    A64.t = as_i64(ctx.c, A.t);
+    const std::string where = "round " + std::to_string(round);
+    for (auto [expr, second] : {std::pair<const char*, sj_tensor*>{"C(i,j) = A(i,k) * B(k,j)", B.t},
+                                {"Z(i,j) = A(i,j) * E(i,j)", E.t},
+                                {"S(i,j) = A(i,j) + E(i,j)", E.t}}) {
+      const sj_tensor* mixed[2] = {A.t, second};
+      const sj_tensor* wide[2] = {A64.t, second};
+      H got, want;
+      ASSERT_EQ(sj_einsum(ctx.c, expr, mixed, 2, nullptr, "csr", nullptr, &got.t), SJ_OK) << where << " " << expr << ": " << msg();
+      ASSERT_EQ(sj_einsum(ctx.c, expr, wide, 2, nullptr, "csr", nullptr, &want.t), SJ_OK) << where << " " << expr << ": " << msg();
+      EXPECT_EQ(got.t->t.index_type, sj::IndexType::I64) << where << " " << expr;
+      EXPECT_TRUE(same_bits(want.t->t, got.t->t)) << where << " " << expr;
+    }
+  }
+}
+
 }  // namespace
