@@ -330,6 +330,26 @@ TEST(ParallelDeterminism, SpgemmEverySchedule) {
   }
 }
 
+// Gustavson (dense and hash) at every thread count under a memory cap that the exact result
+// fits and its upper bound does not, so that each row is counted first: bit-identical to the
+// reference.
+void check_spgemm_counting_first(const std::vector<Tensor>& ops) {
+  const Tensor want = sj::Plan(context(1), sj::OpRequest{SJ_OP_SPGEMM, ops, options(SJ_SCHEDULE_REFERENCE)}).execute(ops);
+  const int64_t nnz = want.levels[1].pos.as<int64_t>()[want.dims[0]];
+  const size_t cap = static_cast<size_t>(nnz * 12 + (want.dims[0] + 1) * 8) * 3 / 2 + 4096;
+  for (sj_schedule s : {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH})
+    for (int threads : kThreadCounts) {
+      sj_config c;
+      sj_config_init(&c);
+      c.threads = threads;
+      c.disable_disk_cache = 1;
+      c.memory_cap_bytes = cap;
+      sj::Context ctx(c);
+      sj::Plan plan(ctx, sj::OpRequest{SJ_OP_SPGEMM, ops, options(s)});
+      EXPECT_TRUE(same_bits(want, plan.execute(ops))) << threads << " threads under a cap, schedule " << s;
+    }
+}
+
 // Under a memory cap that the output bound exceeds, Gustavson counts each row first and the
 // chunks fill one shared array (assemble_two_pass). A row may write a few entries past its end
 // (kRowSlack): rows whose slack reaches the next chunk go through a scratch row. Short rows
@@ -341,23 +361,7 @@ TEST(ParallelDeterminism, SpgemmTwoPassUnderMemoryCap) {
   empty.empty_row_fraction = 0.3;
   const auto a = sj::test::random_power_law<int32_t, double>(rng, 400, 300, 3.0, 1.3, empty);
   const auto b = sj::test::random_banded<int32_t, double>(rng, 300, 300, 6, 6, 0.8);
-  std::vector<Tensor> ops{T(a), T(b)};
-  sj_op_options ref = options(SJ_SCHEDULE_REFERENCE);
-  const Tensor want = sj::Plan(context(1), sj::OpRequest{SJ_OP_SPGEMM, ops, ref}).execute(ops);
-  const int64_t nnz = want.levels[1].pos.as<int64_t>()[want.dims[0]];
-  // The exact result fits; twice the bound (>= the exact size) does not.
-  const size_t cap = static_cast<size_t>(nnz * 12 + (want.dims[0] + 1) * 8) * 3 / 2 + 4096;
-  for (sj_schedule s : {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH})
-    for (int threads : kThreadCounts) {
-      sj_config c;
-      sj_config_init(&c);
-      c.threads = threads;
-      c.disable_disk_cache = 1;
-      c.memory_cap_bytes = cap;
-      sj::Context ctx(c);
-      sj::Plan plan(ctx, sj::OpRequest{SJ_OP_SPGEMM, ops, options(s)});
-      EXPECT_TRUE(same_bits(want, plan.execute(ops))) << threads << " threads, schedule " << s;
-    }
+  check_spgemm_counting_first({T(a), T(b)});
 }
 
 // A B whose columns and values pass 1 MiB: Gustavson prefetches B's rows ahead of the row it
@@ -374,20 +378,7 @@ TEST(ParallelDeterminism, SpgemmWithLargeBMatchesTheReference) {
   std::vector<Tensor> ops{T(a), T(b)};
   for (sj_schedule s : {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH})
     check_case({"spgemm, large B, schedule " + std::to_string(s), SJ_OP_SPGEMM, ops, options(s)});
-  const Tensor want = sj::Plan(context(1), sj::OpRequest{SJ_OP_SPGEMM, ops, options(SJ_SCHEDULE_REFERENCE)}).execute(ops);
-  const int64_t nnz = want.levels[1].pos.as<int64_t>()[want.dims[0]];
-  const size_t cap = static_cast<size_t>(nnz * 12 + (want.dims[0] + 1) * 8) * 3 / 2 + 4096;
-  for (sj_schedule s : {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH})
-    for (int threads : kThreadCounts) {
-      sj_config c;
-      sj_config_init(&c);
-      c.threads = threads;
-      c.disable_disk_cache = 1;
-      c.memory_cap_bytes = cap;
-      sj::Context ctx(c);
-      sj::Plan plan(ctx, sj::OpRequest{SJ_OP_SPGEMM, ops, options(s)});
-      EXPECT_TRUE(same_bits(want, plan.execute(ops))) << threads << " threads under a cap, schedule " << s;
-    }
+  check_spgemm_counting_first(ops);
 }
 
 TEST(ParallelDeterminism, MaskedSpgemmEverySchedule) {
