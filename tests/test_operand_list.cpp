@@ -44,6 +44,16 @@ Tensor borrowed_csr_2x5(const int64_t (&pos)[3], const int32_t* crd, const doubl
   return A;
 }
 
+// An SpMSpV request with default options that borrows A and x.
+sj::OpRequest spmspv_request(const Tensor& A, const Tensor& x) {
+  sj::OpRequest req;
+  req.op = SJ_OP_SPMSPV;
+  req.options = sj::default_options();
+  req.operands.borrow(A);
+  req.operands.borrow(x);
+  return req;
+}
+
 TEST(OperandList, BorrowingCopiesNothingAndKeepsTheAddress) {
   Tensor a = vector_with_forms(1), b = vector_with_forms(2);
   OperandList l;
@@ -112,11 +122,7 @@ TEST(OperandList, PrepareBorrowsOperandsThatNeedNoConversion) {
   const double val[2] = {1, 2};
   Tensor A = borrowed_csr_2x5(pos, crd, val);
   Tensor x = vector_with_forms(1);
-  sj::OpRequest req;
-  req.op = SJ_OP_SPMSPV;
-  req.options = sj::default_options();
-  req.operands.borrow(A);
-  req.operands.borrow(x);
+  sj::OpRequest req = spmspv_request(A, x);
   sj::PreparedOperands p = sj::prepare(req, sj::default_allocator());
   EXPECT_EQ(&p.operands[0], &A);
   EXPECT_EQ(&p.operands[1], &x);
@@ -142,11 +148,7 @@ TEST(OperandList, PrepareConvertsTheSmallerOperandOfMixedIndexTypes) {
   Tensor x = sj::make_sparse_vector(sj::default_allocator(), 5, 1, sj::IndexType::I64, sj::ValueType::F64);
   x.levels[0].crd.as_mut<int64_t>()[0] = 4;
   x.values.as_mut<double>()[0] = 0.5;
-  sj::OpRequest req;
-  req.op = SJ_OP_SPMSPV;
-  req.options = sj::default_options();
-  req.operands.borrow(A);
-  req.operands.borrow(x);
+  sj::OpRequest req = spmspv_request(A, x);
   sj::PreparedOperands p = sj::prepare(req, sj::default_allocator());
   EXPECT_EQ(p.index_type, sj::IndexType::I32);
   EXPECT_EQ(p.result_index_type, sj::IndexType::I64);
