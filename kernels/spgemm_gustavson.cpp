@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -21,6 +22,13 @@
 #include "kernels/sparse_assembly.hpp"
 
 namespace sj {
+namespace {
+std::atomic<DenseRowLoop> g_dense_row_loop{DenseRowLoop::Timed};
+DenseRowLoop dense_row_loop() { return g_dense_row_loop.load(std::memory_order_relaxed); }
+}  // namespace
+
+void set_dense_row_loop(DenseRowLoop loop) { g_dense_row_loop.store(loop, std::memory_order_relaxed); }
+
 // Two builds of the same kernels; the BMI/AVX2 one (no FMA: it would change the rounding of
 // a*b+c, and results must match the reference bit for bit) is chosen at run time when the
 // CPU has it.
@@ -75,14 +83,14 @@ bool dense_workspace_too_wide(int64_t cols, int value_bytes, double work, size_t
 }
 
 Tensor spgemm_gustavson(const Tensor& A, const Tensor& B, sj_semiring semiring, bool dense_output,
-                        SpgemmAccumulator acc, const Allocator& alloc, Workers& w) {
+                        SpgemmAccumulator acc, const Allocator& alloc, Workers& w, const TimedChoice* loop_choice) {
   spgemm_generic::check_dims(A, B);
   if (cpu_has_bmi())
     return spgemm_bmi::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
-      return spgemm_bmi::spgemm_typed<decltype(s), decltype(i), decltype(v)>(A, B, dense_output, acc, alloc, w);
+      return spgemm_bmi::spgemm_typed<decltype(s), decltype(i), decltype(v)>(A, B, dense_output, acc, alloc, w, loop_choice);
     });
   return spgemm_generic::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
-    return spgemm_generic::spgemm_typed<decltype(s), decltype(i), decltype(v)>(A, B, dense_output, acc, alloc, w);
+    return spgemm_generic::spgemm_typed<decltype(s), decltype(i), decltype(v)>(A, B, dense_output, acc, alloc, w, loop_choice);
   });
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/timed_choice.hpp"
 #include "src/allocator.hpp"
 #include "src/tensor.hpp"
 #include "src/work_partition.hpp"
@@ -48,10 +49,20 @@ size_t dense_workspace_bytes(int64_t cols, int value_bytes);
 // entry visits (see above); `cap` is the allocator's memory cap (0 = none).
 bool dense_workspace_too_wide(int64_t cols, int value_bytes, double work, size_t cap);
 
+// The dense accumulator has two loops over a row's products that give the same result: one
+// branches on "is this column new to the row", one does not (it pays a few more instructions
+// per product to never mispredict). Which is faster depends on how predictable that test is
+// for the matrix, so a plan's executions try both and then keep the faster (`loop_choice`,
+// kernels/timed_choice.hpp); without one (a one-off product) the branchy loop runs. Tests pin
+// one loop (process-wide) to cover both.
+enum class DenseRowLoop { Timed, Branching, BranchFree };
+void set_dense_row_loop(DenseRowLoop loop);
+
 // C = A*B (A, B CSR, same index and value type). Dense row-major result when `dense_output`.
 // A wide product (dense_workspace_too_wide) runs the hash accumulator whichever `acc` asks.
 Tensor spgemm_gustavson(const Tensor& A, const Tensor& B, sj_semiring semiring, bool dense_output,
-                        SpgemmAccumulator acc, const Allocator& alloc, Workers& w);
+                        SpgemmAccumulator acc, const Allocator& alloc, Workers& w,
+                        const TimedChoice* loop_choice = nullptr);
 
 // C<M> = A*B by saxpy-then-mask (M, A, B CSR; only M's structure is read).
 Tensor masked_spgemm_saxpy(const Tensor& M, const Tensor& A, const Tensor& B, sj_semiring semiring,

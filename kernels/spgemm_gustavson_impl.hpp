@@ -385,11 +385,29 @@ template <class I, class V> inline int64_t count_two(const CsView<I, V>& B, int6
 // ------------------------------------------------------------------------------------------
 // Dense accumulator.
 
+// `fresh ? p : sum` without a branch: a blend for floating point in the AVX2 build (one
+// instruction on the slot's chain of adds), else a load from a two-entry array (a store and a
+// forwarded load more on that chain).
+template <class V> inline V fresh_or_sum(bool fresh, V p, V sum) {
+#if SJ_SPGEMM_AVX2
+  if constexpr (std::is_same_v<V, double>) {
+    const __m128d m = _mm_castsi128_pd(_mm_cvtsi64_si128(-static_cast<long long>(fresh)));
+    return _mm_cvtsd_f64(_mm_blendv_pd(_mm_set_sd(sum), _mm_set_sd(p), m));
+  } else if constexpr (std::is_same_v<V, float>) {
+    const __m128 m = _mm_castsi128_ps(_mm_cvtsi32_si128(-static_cast<int>(fresh)));
+    return _mm_cvtss_f32(_mm_blendv_ps(_mm_set_ss(sum), _mm_set_ss(p), m));
+  }
+#endif
+  const V pick[2] = {sum, p};
+  return pick[fresh];
+}
+
 template <class S, class I, class V> struct DenseAcc {
   uint32_t* mk;
   V* vals;
   int64_t cols;
   uint64_t* bits;
+  bool branch_free;  // which of the two row loops (see DenseRowLoop in spgemm_gustavson.hpp)
 
   // Writes row i of C to oc/ov (sorted), returns its length.
   int64_t row(const CsView<I, V>& A, const CsView<I, V>& B, int64_t i, I* __restrict oc, V* __restrict ov,
@@ -400,20 +418,32 @@ template <class S, class I, class V> struct DenseAcc {
     const uint32_t st = ws.next();
     uint32_t* __restrict mk = this->mk;
     V* __restrict vals = this->vals;
+    const I* __restrict bc = B.crd;
+    const V* __restrict bv = B.val;
     int64_t n = 0;
     I lo = std::numeric_limits<I>::max(), hi = 0;  // the row's columns span [lo, hi] (B's rows are sorted)
-    for (int64_t pa = a0; pa < a1; ++pa) {
-      const V a = A.val[pa];
-      const int64_t k = A.crd[pa];
-      const I* __restrict bc = B.crd;
-      const V* __restrict bv = B.val;
-      const int64_t b0 = B.pos[k], b1 = B.pos[k + 1];
-      if (b0 == b1) continue;
-      lo = std::min(lo, bc[b0]);
-      hi = std::max(hi, bc[b1 - 1]);
-      for (int64_t pb = b0, pe = b1; pb < pe; ++pb) {
-        const I j = bc[pb];
-        const V p = S::mul(a, bv[pb]);
+    // The three loops differ only in how the product of column j is accumulated.
+    auto each_product = [&](auto&& accumulate) {
+      for (int64_t pa = a0; pa < a1; ++pa) {
+        const V a = A.val[pa];
+        const int64_t k = A.crd[pa];
+        const int64_t b0 = B.pos[k], b1 = B.pos[k + 1];
+        if (b0 == b1) continue;
+        lo = std::min(lo, bc[b0]);
+        hi = std::max(hi, bc[b1 - 1]);
+        for (int64_t pb = b0; pb < b1; ++pb) accumulate(bc[pb], S::mul(a, bv[pb]));
+      }
+    };
+    if (branch_free) {
+      each_product([&](I j, V p) {  // the column always written to the list, kept if new
+        const bool fresh = mk[j] != st;
+        mk[j] = st;
+        oc[n] = j;
+        n += fresh;
+        vals[j] = fresh_or_sum(fresh, p, S::add(vals[j], p));  // (a stale slot's sum when new)
+      });
+    } else {
+      each_product([&](I j, V p) {
         if (mk[j] != st) {
           mk[j] = st;
           vals[j] = p;
@@ -421,20 +451,19 @@ template <class S, class I, class V> struct DenseAcc {
         } else {
           vals[j] = S::add(vals[j], p);
         }
-      }
+      });
     }
+    // The row's columns in order, with their sums.
     if (n > kInsertionMax && scan_is_cheaper<I>(n, lo, hi)) {
       scan_marks(mk, st, lo, hi, oc);
       for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
-      return n;
-    }
-    // Most rows of sparse products: sorted by a network, without order_row's other choices.
-    if (n > kInsertionMax && n <= 32 && network_sort_cost<I>(n) != 0) {
+    } else if (n > kInsertionMax && n <= 32 && network_sort_cost<I>(n) != 0) {
+      // Most rows of sparse products: sorted by a network, without order_row's other choices.
       network_sort(oc, n);
       for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
-      return n;
+    } else if (n) {
+      order_row(oc, n, lo, hi, bits, [&](int64_t t, I j) { ov[t] = vals[j]; });
     }
-    if (n) order_row(oc, n, lo, hi, bits, [&](int64_t t, I j) { ov[t] = vals[j]; });
     return n;
   }
 
@@ -457,6 +486,13 @@ template <class S, class I, class V> struct DenseAcc {
     return n;
   }
 };
+
+// The dense accumulator over this thread's workspace for `cols` columns.
+template <class S, class I, class V>
+DenseAcc<S, I, V> dense_acc(DenseScratch<V>& ws, int64_t cols, uint64_t* bits, bool branch_free) {
+  ws.ensure(cols);
+  return DenseAcc<S, I, V>{ws.marks.data(), ws.vals.data(), cols, bits, branch_free};
+}
 
 // ------------------------------------------------------------------------------------------
 // Hash accumulator: a per-row open-addressing table of 2^b >= 2 * min(row flops, cols) slots
@@ -831,9 +867,11 @@ template <class I, class V> bool product_is_wide(const CsView<I, V>& A, const Cs
   return dense_workspace_too_wide(B.inner, sizeof(V), work, alloc.memory_cap());
 }
 
+inline constexpr int64_t kTimedRowLoopMinFlops = 16384;
+
 template <class S, class I, class V>
 Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumulator kind, const Allocator& alloc,
-                    Workers& w) {
+                    Workers& w, const TimedChoice* loop_choice) {
   const auto A = cs_view<I, V>(At);
   const auto B = cs_view<I, V>(Bt);
   if (dense) {
@@ -847,13 +885,33 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumu
   const bool wide = product_is_wide(A, B, alloc);
   if (wide) kind = SpgemmAccumulator::Hash;
   auto bits = [&]() { return wide ? nullptr : bitmap_scratch().ensure(B.inner); };
+  // The dense accumulator's row loop: pinned by a test, else the plan's timed choice (way 0,
+  // the branchy loop, for a one-off product); a timed execution reports its ticks. Products of
+  // a few thousand multiplies (a few microseconds) keep the branchy loop: on them the trials
+  // misjudged (repeated, the predictor learns the whole product's branch pattern, which
+  // alternating the loops hides), and there is little to gain.
+  bool timed = false;
+  int way = 0;
+  if (kind == SpgemmAccumulator::Dense) {
+    const DenseRowLoop pinned = dense_row_loop();
+    if (pinned != DenseRowLoop::Timed) {
+      way = pinned == DenseRowLoop::BranchFree ? 1 : 0;
+    } else if (loop_choice) {
+      if (loop_choice->settled() < 0 && total_flops(A, B) < kTimedRowLoopMinFlops) loop_choice->settle(0);
+      way = loop_choice->begin(&timed);
+    }
+  }
+  const uint64_t t0 = timed ? TimedChoice::now() : 0;
+  auto reported = [&](Tensor C) {
+    if (timed) loop_choice->end(way, TimedChoice::now() - t0);
+    return C;
+  };
   if (w.threads > 1) {
     // Each chunk takes the workspaces of the thread that runs it.
     Tensor C = kind == SpgemmAccumulator::Dense
                    ? sparse_product_parallel<S>(A, B, [&] {
                        auto& ws = dense_scratch<V>();
-                       ws.ensure(B.inner);
-                       return std::make_pair(DenseAcc<S, I, V>{ws.marks.data(), ws.vals.data(), B.inner, bits()}, &ws);
+                       return std::make_pair(dense_acc<S, I, V>(ws, B.inner, bits(), way == 1), &ws);
                      }, alloc, At.value_type, w)
                    : sparse_product_parallel<S>(A, B, [&] {
                        return std::make_pair(HashAcc<S, I, V>{B.inner, bits()}, &hash_scratch<I, V>());
@@ -861,16 +919,15 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumu
     dense_scratch<V>().trim();
     hash_scratch<I, V>().trim();
     bitmap_scratch().trim();
-    return C;
+    return reported(std::move(C));
   }
   if (kind == SpgemmAccumulator::Dense) {
     auto& ws = dense_scratch<V>();
-    ws.ensure(B.inner);
-    DenseAcc<S, I, V> acc{ws.marks.data(), ws.vals.data(), B.inner, bits()};
+    const DenseAcc<S, I, V> acc = dense_acc<S, I, V>(ws, B.inner, bits(), way == 1);
     Tensor C = sparse_product<S>(A, B, acc, ws, alloc, At.value_type);
     ws.trim();
     bitmap_scratch().trim();
-    return C;
+    return reported(std::move(C));
   }
   auto& ws = hash_scratch<I, V>();
   HashAcc<S, I, V> acc{B.inner, bits()};

@@ -103,11 +103,16 @@ class GustavsonSpgemm final : public ScheduleImpl {
     return Costing::yes(t, kind_ == SpgemmAccumulator::Hash ? "row-wise, hash accumulator sized from row flops"
                                                             : "row-wise, dense accumulator (sort or scan per row)");
   }
+  // The plan's choice of the dense accumulator's row loop, timed over its executions.
+  std::shared_ptr<const void> prepare(const PlanInputs&, std::string* source, double* build_ms) const override {
+    *source = "built-in";
+    *build_ms = 0;
+    return std::make_shared<TimedChoice>();
+  }
   Tensor run(const ExecInputs& in) const override {
     const auto& ops = in.prepared.operands;
-    Tensor out = spgemm_gustavson(ops[0], ops[1], in.req.options.semiring, in.req.options.dense_output != 0, kind_,
-                                  in.ctx.allocator, workers_of(in));
-    return out;
+    return spgemm_gustavson(ops[0], ops[1], in.req.options.semiring, in.req.options.dense_output != 0, kind_,
+                            in.ctx.allocator, workers_of(in), static_cast<const TimedChoice*>(in.state));
   }
 
  private:

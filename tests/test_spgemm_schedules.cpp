@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "capi/handles.hpp"
+#include "kernels/spgemm_gustavson.hpp"
 #include "sparsejit/sparsejit.h"
 #include "src/convert.hpp"
 #include "src/plan.hpp"
@@ -208,6 +209,44 @@ template <class I> void every_row_order() {
 TEST(SpgemmSchedules, EveryRowOrderBothIndexTypes) {
   every_row_order<int32_t>();
   every_row_order<int64_t>();
+}
+
+// The dense accumulator's two row loops (kernels/spgemm_gustavson.hpp, DenseRowLoop), each
+// pinned for whole products (left to the timing, a one-off product runs only the branchy one):
+// every semiring, value and index type, and every row shape above.
+class PinnedDenseRowLoop {
+ public:
+  explicit PinnedDenseRowLoop(sj::DenseRowLoop loop) { sj::set_dense_row_loop(loop); }
+  ~PinnedDenseRowLoop() { sj::set_dense_row_loop(sj::DenseRowLoop::Timed); }
+};
+
+// Left to the timing, a plan's executions run both loops (warm-up, trials, then the faster):
+// each execution's result is the reference's, bit for bit.
+TEST(SpgemmSchedules, TimedRowLoopEveryExecutionMatches) {
+  Rng rng(607);
+  Tensor A = tensor(sj::test::random_power_law<int32_t, double>(rng, 400, 400, 12.0, 1.4));
+  Tensor B = tensor(sj::test::random_uniform<int32_t, double>(rng, 400, 300, 0.03));
+  const Tensor want = run_plan(SJ_OP_SPGEMM, {A, B}, options(), SJ_SCHEDULE_REFERENCE);
+  sj_op_options o = options();
+  o.schedule = SJ_SCHEDULE_GUSTAVSON_DENSE;
+  sj::Plan plan(context(), sj::OpRequest{SJ_OP_SPGEMM, {A, B}, o});
+  for (int e = 0; e < 2 * (sj::TimedChoice::kTrials + 1); ++e)
+    EXPECT_TRUE(identical(want, plan.execute({A, B}))) << "execution " << e;
+}
+
+TEST(SpgemmSchedules, DenseAccumulatorBothRowLoops) {
+  for (sj::DenseRowLoop loop : {sj::DenseRowLoop::Branching, sj::DenseRowLoop::BranchFree}) {
+    SCOPED_TRACE(loop == sj::DenseRowLoop::Branching ? "branching loop" : "branch-free loop");
+    PinnedDenseRowLoop pin(loop);
+    Rng rng(606);
+    for (int round = 0; round < 24; ++round) {
+      random_round<int32_t, double>(rng, round, kAllSemirings);
+      random_round<int64_t, float>(rng, round, kAllSemirings);
+      random_round<int32_t, uint8_t>(rng, round, {SJ_SEMIRING_OR_AND});
+    }
+    every_row_order<int32_t>();
+    every_row_order<int64_t>();
+  }
 }
 
 // Masked `inner` runs the coiteration kernels (kernels/coiter_drivers.hpp): bit-identical to

@@ -1,0 +1,83 @@
+// Picks the faster of two interchangeable ways of running a plan's kernel (both give the same
+// result, bit for bit) by timing the plan's executions. Used where the winner depends on how
+// well the CPU predicts a data-dependent branch, which no cheap statistic of the operands
+// tells: Gustavson's "is this column new to the row" test is a coin flip on graphs and random
+// matrices (a branch-free loop is ~1.3-2x faster there) but follows a pattern the predictor
+// learns on banded, finite-element and small matrices (the branchy loop does less work and is
+// ~1.2-1.4x faster).
+//
+// A plan's executions are the same work (same structure), so timing whole executions is a
+// fair comparison. The first runs way 0 untimed (it pays for cold caches and for faulting in
+// the result's pages, which would count against way 0); the next kTrials run the ways 0, 1,
+// 1, 0 (a drift cancels), and every later one runs the way with fewer ticks over them. Comparing the ways on
+// alternate blocks of rows within one product was tried first and misled: neighbouring blocks
+// differ in cost, and on small products alternating stops the branch predictor from learning
+// the pattern the branchy way relies on. A one-off product runs way 0. Thread-safe (a plan may
+// execute on several threads at once).
+#pragma once
+
+#include <immintrin.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "src/cycle_clock.hpp"
+
+namespace sj {
+
+class TimedChoice {
+ public:
+  static constexpr int kTrials = 4;
+
+  // The way the next execution runs; *timed says whether to time it and report to end().
+  int begin(bool* timed) const {
+    const int s = settled_.load(std::memory_order_acquire);
+    if (s >= 0) {
+      *timed = false;
+      return s;
+    }
+    std::lock_guard lock(mutex_);
+    // The first execution warms up, untimed; past the trials (still running elsewhere) the
+    // usual way runs, untimed.
+    if (started_ == 0 || started_ > kTrials) {
+      started_ = started_ == 0 ? 1 : started_;
+      *timed = false;
+      return 0;
+    }
+    *timed = true;
+    static constexpr int kOpening[kTrials] = {0, 1, 1, 0};
+    return kOpening[started_++ - 1];
+  }
+
+  // Records a timed execution of `way` that took `ticks`; the last trial settles the choice.
+  void end(int way, uint64_t ticks) const {
+    std::lock_guard lock(mutex_);
+    ticks_[way] += static_cast<double>(ticks);
+    if (++ended_ == kTrials) settled_.store(ticks_[1] < ticks_[0] ? 1 : 0, std::memory_order_release);
+  }
+
+  // Settles on `way` without trials (a product too small to time fairly).
+  void settle(int way) const {
+    int expected = -1;
+    settled_.compare_exchange_strong(expected, way, std::memory_order_acq_rel);
+  }
+
+  // The way every execution runs from now on, or -1 while the trials run.
+  int settled() const { return settled_.load(std::memory_order_acquire); }
+
+  // The counter once every earlier instruction has executed (lfence: a bare rdtsc runs ahead
+  // of the work it ends).
+  static uint64_t now() {
+    _mm_lfence();
+    return CycleClock::now();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::atomic<int> settled_{-1};
+  mutable int started_ = 0, ended_ = 0;
+  mutable double ticks_[2] = {0, 0};
+};
+
+}  // namespace sj
