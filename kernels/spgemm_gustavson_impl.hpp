@@ -422,7 +422,7 @@ template <class S, class I, class V> struct DenseAcc {
     const V* __restrict bv = B.val;
     int64_t n = 0;
     I lo = std::numeric_limits<I>::max(), hi = 0;  // the row's columns span [lo, hi] (B's rows are sorted)
-    // The three loops differ only in how the product of column j is accumulated.
+    // The two loops differ only in how the product of column j is accumulated.
     auto each_product = [&](auto&& accumulate) {
       for (int64_t pa = a0; pa < a1; ++pa) {
         const V a = A.val[pa];

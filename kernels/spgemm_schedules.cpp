@@ -103,10 +103,12 @@ class GustavsonSpgemm final : public ScheduleImpl {
     return Costing::yes(t, kind_ == SpgemmAccumulator::Hash ? "row-wise, hash accumulator sized from row flops"
                                                             : "row-wise, dense accumulator (sort or scan per row)");
   }
-  // The plan's choice of the dense accumulator's row loop, timed over its executions.
+  // The plan's choice of the dense accumulator's row loop, timed over its executions (the
+  // hash accumulator has one loop).
   std::shared_ptr<const void> prepare(const PlanInputs&, std::string* source, double* build_ms) const override {
     *source = "built-in";
     *build_ms = 0;
+    if (kind_ == SpgemmAccumulator::Hash) return nullptr;
     return std::make_shared<TimedChoice>();
   }
   Tensor run(const ExecInputs& in) const override {

@@ -9,11 +9,11 @@
 // A plan's executions are the same work (same structure), so timing whole executions is a
 // fair comparison. The first runs way 0 untimed (it pays for cold caches and for faulting in
 // the result's pages, which would count against way 0); the next kTrials run the ways 0, 1,
-// 1, 0 (a drift cancels), and every later one runs the way with fewer ticks over them. Comparing the ways on
-// alternate blocks of rows within one product was tried first and misled: neighbouring blocks
-// differ in cost, and on small products alternating stops the branch predictor from learning
-// the pattern the branchy way relies on. A one-off product runs way 0. Thread-safe (a plan may
-// execute on several threads at once).
+// 1, 0 (a drift cancels), and every later one runs the way with fewer ticks over them.
+// Comparing the ways on alternate blocks of rows within one product was tried first and
+// misled: neighbouring blocks differ in cost, and on small products alternating stops the
+// branch predictor from learning the pattern the branchy way relies on. A one-off product
+// runs way 0. Thread-safe (a plan may execute on several threads at once).
 #pragma once
 
 #include <immintrin.h>
@@ -54,10 +54,11 @@ class TimedChoice {
   void end(int way, uint64_t ticks) const {
     std::lock_guard lock(mutex_);
     ticks_[way] += static_cast<double>(ticks);
-    if (++ended_ == kTrials) settled_.store(ticks_[1] < ticks_[0] ? 1 : 0, std::memory_order_release);
+    if (++ended_ == kTrials) settle(ticks_[1] < ticks_[0] ? 1 : 0);
   }
 
-  // Settles on `way` without trials (a product too small to time fairly).
+  // Settles on `way`, unless already settled: at the last trial, or without trials (a product
+  // too small to time fairly).
   void settle(int way) const {
     int expected = -1;
     settled_.compare_exchange_strong(expected, way, std::memory_order_acq_rel);
