@@ -63,6 +63,9 @@ class ScheduleImpl {
     return nullptr;
   }
   virtual Tensor run(const ExecInputs& in) const = 0;
+  // What the per-plan state has decided since (e.g. a loop variant chosen by timing the
+  // executions), in words for explain; "" when there is nothing to say.
+  virtual std::string describe_state(const void* /*state*/) const { return ""; }
 };
 
 // Runs f(S{}, I{}, V{}) with the request's semiring and the prepared operands' types.

@@ -57,6 +57,8 @@ bool dense_workspace_too_wide(int64_t cols, int value_bytes, double work, size_t
 // one loop (process-wide) to cover both.
 enum class DenseRowLoop { Timed, Branching, BranchFree };
 void set_dense_row_loop(DenseRowLoop loop);
+// Products with fewer multiplies keep the branchy loop without timing (see the kernel).
+inline constexpr int64_t kTimedRowLoopMinFlops = 16384;
 
 // C = A*B (A, B CSR, same index and value type). Dense row-major result when `dense_output`.
 // A wide product (dense_workspace_too_wide) runs the hash accumulator whichever `acc` asks.

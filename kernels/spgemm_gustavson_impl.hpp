@@ -867,8 +867,6 @@ template <class I, class V> bool product_is_wide(const CsView<I, V>& A, const Cs
   return dense_workspace_too_wide(B.inner, sizeof(V), work, alloc.memory_cap());
 }
 
-inline constexpr int64_t kTimedRowLoopMinFlops = 16384;
-
 template <class S, class I, class V>
 Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumulator kind, const Allocator& alloc,
                     Workers& w, const TimedChoice* loop_choice) {

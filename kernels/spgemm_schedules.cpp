@@ -116,6 +116,22 @@ class GustavsonSpgemm final : public ScheduleImpl {
     return spgemm_gustavson(ops[0], ops[1], in.req.options.semiring, in.req.options.dense_output != 0, kind_,
                             in.ctx.allocator, workers_of(in), static_cast<const TimedChoice*>(in.state));
   }
+  std::string describe_state(const void* state) const override {
+    if (!state) return "";
+    const TimedChoice::Snapshot s = static_cast<const TimedChoice*>(state)->snapshot();
+    static constexpr const char* kLoop[2] = {"branchy", "branch-free"};
+    if (s.settled >= 0 && s.trials_done == TimedChoice::kTrials)
+      return cat("dense accumulator row loop: ", kLoop[s.settled], ", the faster over ", TimedChoice::kTrials,
+                 " timed executions (fastest trial: branchy ", s.ticks[0], " ticks, branch-free ", s.ticks[1], ")");
+    if (s.settled >= 0)
+      return cat("dense accumulator row loop: ", kLoop[s.settled], " (product under ", kTimedRowLoopMinFlops,
+                 " multiplies: too small to time the loops)");
+    if (s.trials_done == 0)
+      return "dense accumulator row loop: branchy until timed (the first execution warms up, the next " +
+             std::to_string(TimedChoice::kTrials) + " time both loops)";
+    return cat("dense accumulator row loop: being timed, ", s.trials_done, " of ", TimedChoice::kTrials,
+               " timed executions done");
+  }
 
  private:
   SpgemmAccumulator kind_;

@@ -9,7 +9,10 @@
 // A plan's executions are the same work (same structure), so timing whole executions is a
 // fair comparison. The first runs way 0 untimed (it pays for cold caches and for faulting in
 // the result's pages, which would count against way 0); the next kTrials run the ways 0, 1,
-// 1, 0 (a drift cancels), and every later one runs the way with fewer ticks over them.
+// 1, 0, and every later one runs the way whose faster trial took fewer ticks. The faster
+// trial, not the sum: on a shared machine one trial in a few is stretched by a preemption or
+// by faulting in fresh pages (seen: 3 ms against 0.25 ms on cage8), and a sum would let that
+// one trial decide.
 // Comparing the ways on alternate blocks of rows within one product was tried first and
 // misled: neighbouring blocks differ in cost, and on small products alternating stops the
 // branch predictor from learning the pattern the branchy way relies on. A one-off product
@@ -18,6 +21,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -53,7 +57,7 @@ class TimedChoice {
   // Records a timed execution of `way` that took `ticks`; the last trial settles the choice.
   void end(int way, uint64_t ticks) const {
     std::lock_guard lock(mutex_);
-    ticks_[way] += static_cast<double>(ticks);
+    ticks_[way] = std::min(ticks_[way], ticks);
     if (++ended_ == kTrials) settle(ticks_[1] < ticks_[0] ? 1 : 0);
   }
 
@@ -67,6 +71,18 @@ class TimedChoice {
   // The way every execution runs from now on, or -1 while the trials run.
   int settled() const { return settled_.load(std::memory_order_acquire); }
 
+  // Where the choice stands, for explain.
+  struct Snapshot {
+    int settled = -1;       // as settled()
+    int trials_done = 0;    // timed executions reported (kTrials when settled by timing)
+    uint64_t ticks[2] = {0, 0};  // each way's fastest trial (0: none yet)
+  };
+  Snapshot snapshot() const {
+    std::lock_guard lock(mutex_);
+    auto shown = [](uint64_t t) { return t == kNone ? 0 : t; };
+    return {settled_.load(std::memory_order_acquire), ended_, {shown(ticks_[0]), shown(ticks_[1])}};
+  }
+
   // The counter once every earlier instruction has executed (lfence: a bare rdtsc runs ahead
   // of the work it ends).
   static uint64_t now() {
@@ -78,7 +94,8 @@ class TimedChoice {
   mutable std::mutex mutex_;
   mutable std::atomic<int> settled_{-1};
   mutable int started_ = 0, ended_ = 0;
-  mutable double ticks_[2] = {0, 0};
+  static constexpr uint64_t kNone = ~uint64_t{0};
+  mutable uint64_t ticks_[2] = {kNone, kNone};
 };
 
 }  // namespace sj

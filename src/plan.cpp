@@ -192,7 +192,9 @@ std::string Plan::explain() const {
   w.end_array();
   w.field("chosen", to_string(chosen_));
   if (!calibration_.empty()) w.key("calibration").raw(calibration_);
-  w.key("kernel").begin_object().field("source", kernel_source_).field("build_ms", build_ms_).end_object();
+  w.key("kernel").begin_object().field("source", kernel_source_).field("build_ms", build_ms_);
+  if (const std::string variant = impl_->describe_state(state_.get()); !variant.empty()) w.field("variant", variant);
+  w.end_object();
   w.key("parallel").begin_object()
       .field("threads_requested", options_.threads)
       .field("threads", last_threads_.load() > 0 ? last_threads_.load() : Workers::for_call(ctx_, options_.threads).threads)
@@ -260,7 +262,10 @@ std::string Plan::explain_text() const {
                 options_.threads, static_cast<long long>(last_chunks_.load()), partition_text().c_str(), inspect_ms_,
                 plan_ms_,
                 first_execute_ms_.load(), last_execute_ms_.load(), static_cast<long long>(executions_.load()));
-  return out + tail;
+  out += tail;
+  if (const std::string variant = impl_->describe_state(state_.get()); !variant.empty())
+    out += cat("  kernel variant: ", variant, "\n");
+  return out;
 }
 
 }  // namespace sj

@@ -230,8 +230,21 @@ TEST(SpgemmSchedules, TimedRowLoopEveryExecutionMatches) {
   sj_op_options o = options();
   o.schedule = SJ_SCHEDULE_GUSTAVSON_DENSE;
   sj::Plan plan(context(), sj::OpRequest{SJ_OP_SPGEMM, {A, B}, o});
-  for (int e = 0; e < 2 * (sj::TimedChoice::kTrials + 1); ++e)
+  // Explain says where the choice stands: untimed, being timed, then settled by the trials.
+  auto mentions = [](const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; };
+  EXPECT_PRED2(mentions, plan.explain_text(), "row loop: branchy until timed");
+  for (int e = 0; e < 2 * (sj::TimedChoice::kTrials + 1); ++e) {
     EXPECT_TRUE(identical(want, plan.execute({A, B}))) << "execution " << e;
+    if (e == 2) EXPECT_PRED2(mentions, plan.explain_text(), "being timed, 2 of 4 timed executions done");
+  }
+  EXPECT_PRED2(mentions, plan.explain_text(), "the faster over 4 timed executions");
+  EXPECT_PRED2(mentions, plan.explain(), "\"variant\":\"dense accumulator row loop: ");
+
+  // A product under the floor settles on the branchy loop untimed, and says why.
+  Tensor S = tensor(sj::test::random_uniform<int32_t, double>(rng, 30, 30, 0.1));
+  sj::Plan small(context(), sj::OpRequest{SJ_OP_SPGEMM, {S, S}, o});
+  EXPECT_TRUE(identical(run_plan(SJ_OP_SPGEMM, {S, S}, options(), SJ_SCHEDULE_REFERENCE), small.execute({S, S})));
+  EXPECT_PRED2(mentions, small.explain_text(), "row loop: branchy (product under 16384 multiplies");
 }
 
 TEST(SpgemmSchedules, DenseAccumulatorBothRowLoops) {

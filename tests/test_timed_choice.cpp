@@ -63,6 +63,21 @@ TEST(TimedChoice, ExecutionsBeyondTheOutstandingTrialsRunWayZeroUntimed) {
   EXPECT_EQ(c.settled(), 1);
 }
 
+// One stretched trial (a preemption, fresh pages faulted in) does not decide: each way is
+// judged by its faster trial.
+TEST(TimedChoice, OneStretchedTrialDoesNotDecide) {
+  const sj::TimedChoice c;
+  bool timed = true;
+  c.begin(&timed);  // the warm-up
+  const uint64_t ticks[sj::TimedChoice::kTrials] = {50000, 200, 210, 100};  // ways 0, 1, 1, 0
+  for (uint64_t t : ticks) c.end(c.begin(&timed), t);
+  EXPECT_EQ(c.settled(), 0);
+  const sj::TimedChoice::Snapshot s = c.snapshot();
+  EXPECT_EQ(s.trials_done, sj::TimedChoice::kTrials);
+  EXPECT_EQ(s.ticks[0], 100u);
+  EXPECT_EQ(s.ticks[1], 200u);
+}
+
 TEST(TimedChoice, SettlingWithoutTrialsIsFinal) {
   const sj::TimedChoice c;
   c.settle(1);
