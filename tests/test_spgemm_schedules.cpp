@@ -200,6 +200,25 @@ template <class I> void every_row_order() {
   add(sj::test::random_uniform<I, double>(rng, 100, 300, 0.05), sj::test::random_uniform<I, double>(rng, 300, 3000, 0.02));
   add(sj::test::random_uniform<I, double>(rng, 80, 200, 0.15), sj::test::random_uniform<I, double>(rng, 200, 100000, 0.0004));
   add(sj::test::random_power_law<I, double>(rng, 500, 500, 10.0, 1.4), sj::test::random_power_law<I, double>(rng, 500, 700, 10.0, 1.4));
+  // One entry per row of A (some rows empty): each row of C is a scaled row of B, copied
+  // without an accumulator; B's rows have 0-9 entries (the spelled-out copies of 1-4 and the
+  // memcpy beyond).
+  sj::CsResult<I, double> one{60, 50, {0}, {}, {}}, b{50, 40, {0}, {}, {}};
+  for (int64_t i = 0; i < 60; ++i) {
+    if (i % 7 != 3) {
+      one.crd.push_back(static_cast<I>((i * 13) % 50));
+      one.val.push_back(1.0 + 0.25 * static_cast<double>(i % 5));
+    }
+    one.pos.push_back(static_cast<int64_t>(one.crd.size()));
+  }
+  for (int64_t k = 0; k < 50; ++k) {
+    for (int64_t t = 0; t < k % 10; ++t) {
+      b.crd.push_back(static_cast<I>(t * 4 + k % 4));
+      b.val.push_back(0.5 + static_cast<double>(t));
+    }
+    b.pos.push_back(static_cast<int64_t>(b.crd.size()));
+  }
+  add(one, b);
   for (size_t c = 0; c < cases.size(); ++c) {
     check_spgemm(cases[c].first, cases[c].second, options(), "row order case " + std::to_string(c));
     check_spgemm(cases[c].first, cases[c].second, options(SJ_SEMIRING_MIN_PLUS), "row order case " + std::to_string(c));
