@@ -15,6 +15,7 @@
 #include <immintrin.h>
 #endif
 
+#include "absl/cleanup/cleanup.h"
 #include "src/dispatch.hpp"
 #include "src/error.hpp"
 #include "src/semiring.hpp"

@@ -386,14 +386,14 @@ Tensor with_value_type(const Tensor& t, ValueType vt, const Allocator& alloc) {
   return out;
 }
 
-Tensor with_output_index_type(Tensor result, int requested, IndexType like_inputs, const Allocator& alloc) {
-  if (result.order == 0) return result;
+void to_output_index_type(Tensor& result, int requested, IndexType like_inputs, const Allocator& alloc) {
+  if (result.order == 0) return;
   bool has_coordinates = false;
   for (int l = 0; l < result.order; ++l) has_coordinates |= result.levels[l].kind != LevelKind::Dense;
   IndexType it = requested == -1 ? like_inputs : from_c(static_cast<sj_index_type>(requested));
   if (!has_coordinates) result.index_type = it;  // nothing to convert: the type is a label
-  if (!has_coordinates || it == result.index_type) return result;
-  return convert(result, format_spec_of(result), it, alloc);
+  if (!has_coordinates || it == result.index_type) return;
+  result = convert(result, format_spec_of(result), it, alloc);
 }
 
 }  // namespace sj

@@ -41,8 +41,9 @@ bool already_in(const Tensor& t, const FormatSpec& spec, IndexType it);
 Tensor convert(const Tensor& t, const FormatSpec& spec, IndexType it, const Allocator& alloc);
 // A plan's result in the coordinate type the caller asked for (sj_op_options.output_index_type;
 // -1 = `like_inputs`: i64 when any operand has it, whatever type the kernels ran in). Scalars
-// and all-dense results have no coordinates: only their label changes.
-Tensor with_output_index_type(Tensor result, int requested, IndexType like_inputs, const Allocator& alloc);
+// and all-dense results have no coordinates: only their label changes. In place: a result
+// already in that type is not moved (a Tensor move is ~100 instructions, a tiny call's tenth).
+void to_output_index_type(Tensor& result, int requested, IndexType like_inputs, const Allocator& alloc);
 
 // A CSR or CSC matrix in the other orientation (same matrix): counting sort, O(nnz + n).
 Tensor flip_orientation(const Tensor& t, const Allocator& alloc);

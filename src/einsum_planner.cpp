@@ -775,7 +775,7 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
       }
     result = reference_to_tensor(ref, output_format_, output_dims_, index_type_, value_type_, sr, ctx_.allocator);
   }
-  result = with_output_index_type(std::move(result), options_.output_index_type, result_index_type_, ctx_.allocator);
+  to_output_index_type(result, options_.output_index_type, result_index_type_, ctx_.allocator);
   last_threads_ = workers.threads;
   last_chunks_ = workers.chunks;
   double ms = ms_since(t0);

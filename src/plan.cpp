@@ -148,7 +148,7 @@ Tensor Plan::execute(const OperandList& operands) {
   last_partition_.store(workers.basis, relaxed);
   // Schedules compute in the operands' common coordinate type; the caller may want another,
   // and by default gets i64 when any operand has it.
-  out = with_output_index_type(std::move(out), options_.output_index_type, prepared.result_index_type, ctx_.allocator);
+  to_output_index_type(out, options_.output_index_type, prepared.result_index_type, ctx_.allocator);
   const double ms = CycleClock::to_ms(CycleClock::now() - t0);
   if (first_execute_ms_.load(relaxed) < 0) {
     double expected = -1;
