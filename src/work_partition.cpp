@@ -32,9 +32,11 @@ void Workers::run_parallel(const Partition& p, const std::function<void(int64_t,
 namespace {
 constexpr const char* kTooLittleWork = "serial: less estimated work than a parallel run pays for (min_parallel_work)";
 
+// The default partition is {0, 0}: set its end (assigning a list rebuilt the inline vector,
+// ~75 instructions of every serial call).
 Partition one_chunk(int64_t n) {
   Partition p;
-  p.bounds = {0, std::max<int64_t>(0, n)};
+  p.bounds[1] = std::max<int64_t>(0, n);
   return p;
 }
 }  // namespace
