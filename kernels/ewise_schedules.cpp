@@ -120,7 +120,11 @@ class Merge final : public ScheduleImpl {
     if (op_ == SJ_OP_EWISE_MULT) {
       if (in.req.options.transpose_b) transposed_uses(in.req.operands[1], true);
       const Tensor& a = in.prepared.operands[0];
-      const Tensor b = merge_operand_b(in.req, in.prepared, in.ctx.allocator);
+      // B borrowed from the prepared operands unless B^T was deferred to here (made in place):
+      // a Tensor copy costs a tiny call ~200 instructions of reference counting.
+      const bool deferred = in.prepared.b_transpose_deferred;
+      const Tensor made = deferred ? merge_operand_b(in.req, in.prepared, in.ctx.allocator) : Tensor{};
+      const Tensor& b = deferred ? made : in.prepared.operands[1];
       kernels::CoiterConfig cfg;
       if (in.state) {
         cfg = *static_cast<const kernels::CoiterConfig*>(in.state);
