@@ -127,8 +127,8 @@ class GustavsonSpgemm final : public ScheduleImpl {
       return cat("dense accumulator row loop: ", kLoop[s.settled], " (product under ", kTimedRowLoopMinFlops,
                  " multiplies: too small to time the loops)");
     if (s.trials_done == 0)
-      return "dense accumulator row loop: branchy until timed (the first execution warms up, the next " +
-             std::to_string(TimedChoice::kTrials) + " time both loops)";
+      return cat("dense accumulator row loop: branchy until timed (the first execution warms up, the next ",
+                 TimedChoice::kTrials, " time both loops)");
     return cat("dense accumulator row loop: being timed, ", s.trials_done, " of ", TimedChoice::kTrials,
                " timed executions done");
   }

@@ -107,6 +107,14 @@ Features features(const PlanInputs& in) {
   return f;
 }
 
+// The sink's entries as a sparse vector of length n, copied at exact size.
+template <class I, class V>
+Tensor sparse_vector_of(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType vt, const Allocator& alloc) {
+  Tensor y = make_sparse_vector(alloc, n, sink.count, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
+  sink.gather(y.levels[0].crd.as_mut<I>(), y.values.as_mut<V>());
+  return y;
+}
+
 // Runs a row-wise kernel (split into chunks of rows on the call's threads) into a dense or
 // exact-size sparse result.
 template <class I, class V, class Kernel>
@@ -134,9 +142,7 @@ Tensor run_rowwise(const ExecInputs& in, Kernel&& kernel) {
     sink.idx = ws.list.data();
     sink.val = ws.outv.data();
     kernel(A, x, sink, w);
-    Tensor y = make_sparse_vector(alloc, A.outer, sink.count, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
-    sink.gather(y.levels[0].crd.as_mut<I>(), y.values.as_mut<V>());
-    return y;
+    return sparse_vector_of(sink, A.outer, vt, alloc);
   };
   return in.req.options.dense_output ? dense() : sparse();
 }
@@ -205,9 +211,7 @@ class Push final : public SpmspvSchedule {
         sink.idx = ws.outi.data();
         sink.val = ws.outv.data();
         spmspv::push_sparse<S>(A, x, part, w, sink);
-        Tensor y = make_sparse_vector(alloc, A.inner, sink.count, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
-        sink.gather(y.levels[0].crd.as_mut<I>(), y.values.as_mut<V>());
-        return y;
+        return sparse_vector_of(sink, A.inner, vt, alloc);
       };
       return in.req.options.dense_output ? dense() : sparse();
     });

@@ -1,5 +1,6 @@
 #include "src/allocator.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <limits>
 #include <new>
@@ -64,19 +65,22 @@ std::shared_ptr<void> Allocator::allocate(size_t bytes) const {
   // distinct non-null pointer so kernels may form begin/end pointers freely.
   size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
   if (rounded == 0) rounded = kAlign;
-  if (rounded <= kInBlockMax) {
-    const size_t size = kHeader + rounded;
-    void* block = hooks_.alloc(size, kAlign, hooks_.user);
-    if (!block) fail(SJ_ERR_OUT_OF_MEMORY, "out of memory allocating ", bytes, " bytes");
+  // The header goes in front unless this C++ library's control block turned out not to fit it
+  // (found at the first small allocation, then never tried again).
+  static std::atomic<bool> header_fits{true};
+  const bool in_block = rounded <= kInBlockMax && header_fits.load(std::memory_order_relaxed);
+  const size_t size = in_block ? kHeader + rounded : rounded;
+  void* p = hooks_.alloc(size, kAlign, hooks_.user);
+  if (!p) fail(SJ_ERR_OUT_OF_MEMORY, "out of memory allocating ", bytes, " bytes");
+  if (in_block) {
     try {
-      return std::shared_ptr<void>(static_cast<char*>(block) + kHeader, InBlockData{},
-                                   InBlock<char>(block, size, hooks_));
+      return std::shared_ptr<void>(static_cast<char*>(p) + kHeader, InBlockData{}, InBlock<char>(p, size, hooks_));
     } catch (const std::bad_alloc&) {  // the control block does not fit the header
-      hooks_.free(block, size, hooks_.user);
+      hooks_.free(p, size, hooks_.user);
+      header_fits.store(false, std::memory_order_relaxed);
+      return allocate(bytes);
     }
   }
-  void* p = hooks_.alloc(rounded, kAlign, hooks_.user);
-  if (!p) fail(SJ_ERR_OUT_OF_MEMORY, "out of memory allocating ", bytes, " bytes");
   sj_allocator hooks = hooks_;
   return std::shared_ptr<void>(p, [hooks, rounded](void* q) { hooks.free(q, rounded, hooks.user); });
 }
