@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -241,13 +242,19 @@ System make_ours(Ours& ours, const Csr& A, const Csr& B, sj_op op, sj_schedule s
   });
 }
 
-std::string chosen_schedule(Ours& ours, const Csr& A, const Csr& B) {
+// What the planner chose, and how long its inspection took, from the explanation of a plan
+// made on fresh handles (so the operand statistics are computed, not recalled).
+struct PlanFacts {
+  std::string schedule = "?";
+  double inspect_ms = NAN;
+};
+PlanFacts plan_facts(Ours& ours, const Csr& A, const Csr& B) {
   sj_tensor* a = ours.handle(A);
   sj_tensor* b = ours.handle(B);
   const sj_tensor* ops[2] = {a, b};
   sj_plan* plan = nullptr;
   sj_plan_create(ours.ctx, SJ_OP_SPGEMM, ops, 2, nullptr, &plan);
-  std::string s = "?";
+  PlanFacts f;
   const char* text = nullptr;
   if (plan && sj_plan_explain(plan, &text) == SJ_OK && text) {
     std::string e = text;
@@ -255,13 +262,15 @@ std::string chosen_schedule(Ours& ours, const Csr& A, const Csr& B) {
     if (k != std::string::npos) {
       auto q1 = e.find('"', k + 9);
       auto q2 = e.find('"', q1 + 1);
-      s = e.substr(q1 + 1, q2 - q1 - 1);
+      f.schedule = e.substr(q1 + 1, q2 - q1 - 1);
     }
+    k = e.find("\"inspect\":", e.find("\"timings_ms\""));
+    if (k != std::string::npos) f.inspect_ms = std::strtod(e.c_str() + k + 10, nullptr);
   }
   sj_plan_destroy(plan);
   sj_tensor_destroy(a);
   sj_tensor_destroy(b);
-  return s;
+  return f;
 }
 
 // --- peers -----------------------------------------------------------------------------------
@@ -468,7 +477,7 @@ int main(int argc, char** argv) {
     std::printf("matrix\trows\tcols\tnnz\tflops\tout_nnz\treference_ms\tgustavson-dense_ms\t%s_ms\n",
                 masked ? "inner" : "gustavson-hash");
   } else {
-    std::printf("matrix\trows\tcols\tnnz\tflops\tout_nnz\tchosen\tours_first_ms\tours_ms\tcxsparse_ms\teigen_ms\tgraphblas_ms\tchecksums\n");
+    std::printf("matrix\trows\tcols\tnnz\tflops\tout_nnz\tchosen\tours_first_ms\tours_ms\tcxsparse_ms\teigen_ms\tgraphblas_ms\tchecksums\tours_inspect_ms\tcxsparse_first_ms\teigen_first_ms\tgraphblas_first_ms\n");
   }
   for (auto& make : inputs) {
     Csr A = make();
@@ -517,10 +526,11 @@ int main(int argc, char** argv) {
     bool ok = true;
     for (int s = 1; s < 4; ++s)
       if (t[s].ran && (t[s].nnz != o.nnz || !same_sum(o.checksum, t[s].checksum))) ok = false;
-    std::printf("%s\t%lld\t%lld\t%lld\t%lld\t%lld\t%s\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%s\n", A.name.c_str(),
+    const PlanFacts facts = plan_facts(ours, A, B);
+    std::printf("%s\t%lld\t%lld\t%lld\t%lld\t%lld\t%s\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%s\t%.6f\t%.6f\t%.6f\t%.6f\n", A.name.c_str(),
                 (long long)A.rows, (long long)B.cols, (long long)A.nnz(), (long long)flops, (long long)o.nnz,
-                chosen_schedule(ours, A, B).c_str(), o.first_ms, o.steady_ms, t[1].steady_ms, t[2].steady_ms,
-                t[3].steady_ms, ok ? "equal" : "DIFFER");
+                facts.schedule.c_str(), o.first_ms, o.steady_ms, t[1].steady_ms, t[2].steady_ms, t[3].steady_ms,
+                ok ? "equal" : "DIFFER", facts.inspect_ms, t[1].first_ms, t[2].first_ms, t[3].first_ms);
     std::fflush(stdout);
   }
 #ifdef SJ_BENCH_HAVE_GRAPHBLAS

@@ -2,7 +2,6 @@
 // where said), which the planner uses to choose and explain prints.
 #pragma once
 #include <cstdint>
-#include <vector>
 
 #include "src/json_writer.hpp"
 #include "src/tensor.hpp"
@@ -24,9 +23,6 @@ MatrixStats matrix_stats(const Tensor& csr, bool with_bandwidth = true);
 // Statistics of the transpose of a CSR matrix (its column lengths), without transposing:
 // one pass over the coordinates. For deferred transposes (element-wise B^T).
 MatrixStats transpose_stats(const Tensor& csr);
-
-// Fills the row-length fields of `s` (rows set) from the lengths (reordered in place).
-void length_stats(MatrixStats& s, std::vector<int64_t>& lengths);
 
 // Exact multiply count of the Gustavson SpGEMM A*B (A, B CSR): sum over A's entries (i,k)
 // of nnz(B row k). O(nnz(A)).

@@ -1,0 +1,115 @@
+// The inspector's statistics (src/inspect.hpp) against a brute-force computation: the
+// histogram-based percentiles must give the k-th smallest length exactly, long rows included.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "random_matrices.hpp"
+#include "src/allocator.hpp"
+#include "src/inspect.hpp"
+#include "src/tensor.hpp"
+
+namespace {
+
+using sj::CsResult;
+
+// A CSR matrix whose row i holds lengths[i] entries (columns spread over cols).
+CsResult<int32_t, double> with_row_lengths(const std::vector<int64_t>& lengths, int64_t cols) {
+  CsResult<int32_t, double> m;
+  m.outer = static_cast<int64_t>(lengths.size());
+  m.inner = cols;
+  m.pos.push_back(0);
+  for (int64_t len : lengths) {
+    for (int64_t j = 0; j < len; ++j) {
+      m.crd.push_back(static_cast<int32_t>(j * cols / std::max<int64_t>(len, 1)));
+      m.val.push_back(1.0);
+    }
+    m.pos.push_back(static_cast<int64_t>(m.crd.size()));
+  }
+  return m;
+}
+
+// The statistics as the inspector defines them, computed the obvious way.
+void expect_stats_of(const sj::MatrixStats& s, std::vector<int64_t> len) {
+  const int64_t n = static_cast<int64_t>(len.size());
+  ASSERT_EQ(s.rows, n);
+  double sum = 0, sq = 0;
+  int64_t empty = 0;
+  for (int64_t l : len) sum += static_cast<double>(l), sq += static_cast<double>(l) * static_cast<double>(l),
+                        empty += l == 0;
+  std::sort(len.begin(), len.end());
+  auto pct = [&](double q) { return len[std::min<size_t>(n - 1, static_cast<size_t>(q * (n - 1) + 0.5))]; };
+  EXPECT_EQ(s.row_min, len.front());
+  EXPECT_EQ(s.row_max, len.back());
+  EXPECT_EQ(s.row_p50, pct(0.5));
+  EXPECT_EQ(s.row_p90, pct(0.9));
+  EXPECT_EQ(s.row_p99, pct(0.99));
+  EXPECT_EQ(s.empty_rows, empty);
+  EXPECT_NEAR(s.row_mean, sum / n, 1e-9 * (1 + sum / n));
+  const double mean = sum / n;
+  EXPECT_NEAR(s.row_stddev, std::sqrt(std::max(0.0, sq / n - mean * mean)), 1e-6 * (1 + mean));
+}
+
+sj::Tensor tensor_of(const CsResult<int32_t, double>& m) {
+  return sj::to_tensor(sj::default_allocator(), true, m, sj::ValueType::F64);
+}
+
+TEST(Inspect, PercentilesAreTheKthSmallestLengthForShortAndLongRows) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    sj::test::Rng rng(seed);
+    const int64_t rows = rng.uniform_int(1, 300);
+    std::vector<int64_t> len(static_cast<size_t>(rows));
+    // Mostly short rows; some empty; a share past the histogram (1024) so that the high
+    // percentiles fall among the long rows on some seeds.
+    const double long_share = seed % 4 == 0 ? 0.5 : 0.03;
+    for (auto& l : len)
+      l = rng.bernoulli(0.1) ? 0 : rng.bernoulli(long_share) ? rng.uniform_int(1000, 3000) : rng.uniform_int(1, 40);
+    const auto m = with_row_lengths(len, 4000);
+    SCOPED_TRACE(testing::Message() << "seed " << seed << ", rows " << rows);
+    expect_stats_of(sj::matrix_stats(tensor_of(m)), len);
+  }
+}
+
+TEST(Inspect, OneRowEmptyRowsAndEqualLengths) {
+  expect_stats_of(sj::matrix_stats(tensor_of(with_row_lengths({7}, 10))), {7});
+  expect_stats_of(sj::matrix_stats(tensor_of(with_row_lengths({0, 0, 0}, 10))), {0, 0, 0});
+  expect_stats_of(sj::matrix_stats(tensor_of(with_row_lengths({1023, 1024, 1025}, 2000))), {1023, 1024, 1025});
+  expect_stats_of(sj::matrix_stats(tensor_of(with_row_lengths(std::vector<int64_t>(50, 5000), 6000))),
+                  std::vector<int64_t>(50, 5000));
+  // No rows: only the shape and counts.
+  const sj::MatrixStats none = sj::matrix_stats(tensor_of(with_row_lengths({}, 10)));
+  EXPECT_EQ(none.rows, 0);
+  EXPECT_EQ(none.nnz, 0);
+}
+
+TEST(Inspect, TransposeStatsAreTheColumnLengths) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    sj::test::Rng rng(seed);
+    const int64_t rows = rng.uniform_int(1, 200), cols = rng.uniform_int(1, 200);
+    const auto m = sj::test::random_matrix<int32_t, double>(rng, rows, cols);
+    std::vector<int64_t> col_len(static_cast<size_t>(cols), 0);
+    for (int32_t j : m.crd) ++col_len[static_cast<size_t>(j)];
+    SCOPED_TRACE(testing::Message() << "seed " << seed);
+    const sj::MatrixStats s = sj::transpose_stats(tensor_of(m));
+    EXPECT_EQ(s.cols, rows);
+    EXPECT_EQ(s.nnz, static_cast<int64_t>(m.crd.size()));
+    expect_stats_of(s, col_len);
+  }
+}
+
+TEST(Inspect, MultiplyCountIsTheSumOfBRowLengthsOverAEntries) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    sj::test::Rng rng(seed);
+    const int64_t n = rng.uniform_int(1, 150);
+    const auto a = sj::test::random_matrix<int32_t, double>(rng, n, n);
+    const auto b = sj::test::random_matrix<int32_t, double>(rng, n, n);
+    int64_t flops = 0;
+    for (int32_t k : a.crd) flops += b.pos[k + 1] - b.pos[k];
+    EXPECT_EQ(sj::spgemm_flops(tensor_of(a), tensor_of(b)), flops) << "seed " << seed;
+  }
+}
+
+}  // namespace
