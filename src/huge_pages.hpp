@@ -1,19 +1,42 @@
 // Memory backed by transparent huge pages, for the large blocks of results and scratch
 // (src/block_pool.hpp), which a process's first call faults in fresh.
 //
-// Why: on this VM the first touch of a 4 KiB page costs ~15 us: a fresh 8 MiB block took 28-34
-// ms of CPU in 4 KiB pages, against 0.6-0.9 ms in 2 MiB pages. (Steady-state kernels did not
-// gain measurably from huge-page accumulators: SpMSpV push on a 600k-row A, 1 thread.)
-// madvise(MADV_HUGEPAGE) is a hint: where THP is off the memory is ordinary.
+// Why: on this VM the first touch of a 4 KiB page costs ~2-15 us: a fresh 27 MiB block took
+// 14-20 ms to fault in 4 KiB pages, against ~2 ms in 2 MiB pages when the hypervisor still
+// backs them. (Steady-state kernels did not gain measurably from huge-page accumulators:
+// SpMSpV push on a 600k-row A, 1 thread.) madvise(MADV_HUGEPAGE) is a hint: where THP is off
+// the memory is ordinary.
+//
+// But a huge page the guest has not used for a while is "cold": its memory was handed back to
+// the host (virtio-balloon free page reporting reports free 2 MiB blocks), and faulting it in
+// again took 3-7 ms per 2 MiB here, ~10x the 4 KiB rate. A long-running process meets mostly
+// cold huge pages: the SpGEMM bench's first calls on new matrices were 2-12x their steady
+// state with the advice and 1.2-2.2x without. So the advice is adaptive (kAuto): each fresh
+// block's first huge page is faulted in at once and timed; one that takes over a millisecond
+// (a warm one takes ~0.1 ms) turns the advice off for the rest of that block and for every
+// later block of the process.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 namespace sj {
 
 inline constexpr size_t kHugePageBytes = size_t(2) << 20;  // x86-64's transparent huge page
 
-// `bytes` rounded up to whole huge pages, 2 MiB-aligned and advised; null when out of memory.
-// Freed with std::free.
+// SPARSEJIT_HUGE_PAGES: auto (default), on (always advise, never probe), off (advise every
+// block MADV_NOHUGEPAGE, so that no huge pages back it even where THP is "always").
+enum class HugePagePolicy : uint8_t { kAuto, kOn, kOff };
+
+// The policy now: kAuto becomes kOff once a probe found a cold huge page.
+HugePagePolicy huge_page_policy();
+
+// `bytes` rounded up to whole huge pages, 2 MiB-aligned and advised as the policy says; null
+// when out of memory. Freed with std::free.
 void* huge_page_allocate(size_t bytes);
+
+// Tests: set the policy, and the fault time over which a probe calls a huge page cold (0
+// makes every probe cold; the default is 1 ms).
+void set_huge_page_policy_for_testing(HugePagePolicy p);
+void set_huge_page_cold_fault_ns_for_testing(int64_t ns);
 
 }  // namespace sj

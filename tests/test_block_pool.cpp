@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -51,7 +52,22 @@ std::string vm_flags_of(const void* p) {
 
 // Large blocks start on a huge-page boundary and carry MADV_HUGEPAGE, so their first touch is
 // one fault per 2 MiB (docs/runtime-overhead.md).
+// Sets a huge-page policy (and cold-fault threshold) for one test, and restores both.
+struct HugePageSetting {
+  sj::HugePagePolicy before = sj::huge_page_policy();
+  HugePageSetting(sj::HugePagePolicy p, int64_t cold_ns = 1'000'000) {
+    sj::set_huge_page_policy_for_testing(p);
+    sj::set_huge_page_cold_fault_ns_for_testing(cold_ns);
+  }
+  ~HugePageSetting() {
+    sj::set_huge_page_policy_for_testing(before);
+    sj::set_huge_page_cold_fault_ns_for_testing(1'000'000);
+  }
+};
+bool have_thp() { return static_cast<bool>(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")); }
+
 TEST(BlockPool, LargeBlocksAreAlignedAndAdvisedAsHugePages) {
+  HugePageSetting on(sj::HugePagePolicy::kOn);  // auto could have found a cold page already
   BlockPool pool(64 * kMin);
   void* big = pool.allocate(3 * kMin, 64);
   ASSERT_NE(big, nullptr);
@@ -62,6 +78,48 @@ TEST(BlockPool, LargeBlocksAreAlignedAndAdvisedAsHugePages) {
   }
   pool.free(big, 3 * kMin);
   pool.release();
+}
+
+// SPARSEJIT_HUGE_PAGES=off: fresh blocks are still 2 MiB-aligned, advised against huge pages
+// (memory an earlier block advised may come back from glibc).
+TEST(BlockPool, HugePagesOffLeavesBlocksUnadvised) {
+  HugePageSetting off(sj::HugePagePolicy::kOff);
+  void* p = sj::huge_page_allocate(3 * sj::kHugePageBytes);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % sj::kHugePageBytes, 0u);
+  if (have_thp()) EXPECT_NE(vm_flags_of(p).find(" nh"), std::string::npos) << vm_flags_of(p);
+  std::free(p);
+}
+
+// The adaptive policy: a probe that finds the first huge page cold (every probe, with a
+// threshold of 0 ns) leaves that page advised, the rest of the block not, and turns the advice
+// off for later blocks.
+TEST(BlockPool, AColdHugePageTurnsTheAdviceOff) {
+  HugePageSetting cold(sj::HugePagePolicy::kAuto, 0);
+  char* p = static_cast<char*>(sj::huge_page_allocate(3 * sj::kHugePageBytes));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(sj::huge_page_policy(), sj::HugePagePolicy::kOff);
+  if (have_thp()) {
+    EXPECT_NE(vm_flags_of(p).find(" hg"), std::string::npos) << vm_flags_of(p);
+    EXPECT_NE(vm_flags_of(p + sj::kHugePageBytes).find(" nh"), std::string::npos)
+        << vm_flags_of(p + sj::kHugePageBytes);
+  }
+  char* q = static_cast<char*>(sj::huge_page_allocate(sj::kHugePageBytes));
+  ASSERT_NE(q, nullptr);
+  if (have_thp()) EXPECT_NE(vm_flags_of(q).find(" nh"), std::string::npos) << vm_flags_of(q);
+  std::memset(p, 1, 3 * sj::kHugePageBytes);  // every byte usable
+  std::free(p);
+  std::free(q);
+}
+
+// A warm probe (any fault under a threshold no fault reaches) keeps the advice on.
+TEST(BlockPool, AWarmHugePageKeepsTheAdvice) {
+  HugePageSetting warm(sj::HugePagePolicy::kAuto, int64_t(1) << 62);
+  void* p = sj::huge_page_allocate(2 * sj::kHugePageBytes);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(sj::huge_page_policy(), sj::HugePagePolicy::kAuto);
+  if (have_thp()) EXPECT_NE(vm_flags_of(p).find(" hg"), std::string::npos) << vm_flags_of(p);
+  std::free(p);
 }
 
 TEST(BlockPool, AFreedBlockIsHandedOutAgainForItsSizeClass) {
