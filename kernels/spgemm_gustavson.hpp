@@ -59,6 +59,15 @@ enum class DenseRowLoop { Timed, Branching, BranchFree };
 void set_dense_row_loop(DenseRowLoop loop);
 // Products with fewer multiplies keep the branchy loop without timing (see the kernel).
 inline constexpr int64_t kTimedRowLoopMinFlops = 16384;
+// A product whose first execution found at least this many multiplies per result entry keeps
+// the branchy loop without timing: most products of a row then land on a column already
+// seen, the predictor learns that, and the branchy loop does less work. On the 33 real
+// matrices timed (A*A), all 10 at 4 or more (bcsstk06-16, bcsstm13, dwt_992, lp_e226, mbeacxc,
+// tomography, zenios: 6-38 multiplies per entry) chose the branchy loop, by 1.1-1.4x; the
+// trials had run the slower loop twice on each.
+inline constexpr int64_t kBranchyMultipliesPerEntry = 4;
+// Why a TimedChoice of the row loop settled without its trials (TimedChoice::settle's reason).
+enum RowLoopSettledBy : int { kRowLoopTimed = 0, kRowLoopSmallProduct = 1, kRowLoopRepeatedColumns = 2 };
 
 // C = A*B (A, B CSR, same index and value type). Dense row-major result when `dense_output`.
 // A wide product (dense_workspace_too_wide) runs the hash accumulator whichever `acc` asks.

@@ -896,15 +896,17 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumu
   // a few thousand multiplies (a few microseconds) keep the branchy loop: on them the trials
   // misjudged (repeated, the predictor learns the whole product's branch pattern, which
   // alternating the loops hides), and there is little to gain.
-  bool timed = false;
+  bool timed = false, warm_up = false;
   int way = 0;
   if (!dense && kind == SpgemmAccumulator::Dense) {
     const DenseRowLoop pinned = dense_row_loop();
     if (pinned != DenseRowLoop::Timed) {
       way = pinned == DenseRowLoop::BranchFree ? 1 : 0;
     } else if (loop_choice) {
-      if (loop_choice->settled() < 0 && total_flops(A, B) < kTimedRowLoopMinFlops) loop_choice->settle(0);
+      if (loop_choice->settled() < 0 && total_flops(A, B) < kTimedRowLoopMinFlops)
+        loop_choice->settle(0, kRowLoopSmallProduct);
       way = loop_choice->begin(&timed);
+      warm_up = !timed && loop_choice->settled() < 0;
     }
   }
   const uint64_t t0 = timed ? TimedChoice::now() : 0;
@@ -939,6 +941,10 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumu
     return sparse_product<S>(A, B, HashAcc<S, I, V>{B.inner, bits()}, ws, alloc, At.value_type);
   }();
   if (timed) loop_choice->end(way, TimedChoice::now() - t0);
+  // The warm-up's result tells how often a row's products repeat a column: often enough, and
+  // the trials would only run the slower loop twice (kBranchyMultipliesPerEntry).
+  if (warm_up && C.nnz() > 0 && total_flops(A, B) >= kBranchyMultipliesPerEntry * C.nnz())
+    loop_choice->settle(0, kRowLoopRepeatedColumns);
   return C;
 }
 

@@ -123,6 +123,11 @@ class GustavsonSpgemm final : public ScheduleImpl {
     if (s.settled >= 0 && s.trials_done == TimedChoice::kTrials)
       return cat("dense accumulator row loop: ", kLoop[s.settled], ", the faster over ", TimedChoice::kTrials,
                  " timed executions (fastest trial: branchy ", s.ticks[0], " ticks, branch-free ", s.ticks[1], ")");
+    if (s.settled >= 0 && s.reason == kRowLoopRepeatedColumns)
+      return cat("dense accumulator row loop: ", kLoop[s.settled], " (the first execution found >= ",
+                 kBranchyMultipliesPerEntry,
+                 " multiplies per result entry: a column's repeats are predictable, and the branchy loop does "
+                 "less work; not timed)");
     if (s.settled >= 0)
       return cat("dense accumulator row loop: ", kLoop[s.settled], " (product under ", kTimedRowLoopMinFlops,
                  " multiplies: too small to time the loops)");

@@ -58,14 +58,18 @@ class TimedChoice {
   void end(int way, uint64_t ticks) const {
     std::lock_guard lock(mutex_);
     ticks_[way] = std::min(ticks_[way], ticks);
-    if (++ended_ == kTrials) settle(ticks_[1] < ticks_[0] ? 1 : 0);
+    if (++ended_ == kTrials) {
+      int expected = -1;
+      settled_.compare_exchange_strong(expected, ticks_[1] < ticks_[0] ? 1 : 0, std::memory_order_acq_rel);
+    }
   }
 
-  // Settles on `way`, unless already settled: at the last trial, or without trials (a product
-  // too small to time fairly).
-  void settle(int way) const {
+  // Settles on `way`, unless already settled: at the last trial, or without trials for a
+  // `reason` of the user's (a product too small to time fairly, say), which explain shows.
+  void settle(int way, int reason = 0) const {
+    std::lock_guard lock(mutex_);
     int expected = -1;
-    settled_.compare_exchange_strong(expected, way, std::memory_order_acq_rel);
+    if (settled_.compare_exchange_strong(expected, way, std::memory_order_acq_rel)) reason_ = reason;
   }
 
   // The way every execution runs from now on, or -1 while the trials run.
@@ -76,11 +80,12 @@ class TimedChoice {
     int settled = -1;       // as settled()
     int trials_done = 0;    // timed executions reported (kTrials when settled by timing)
     uint64_t ticks[2] = {0, 0};  // each way's fastest trial (0: none yet)
+    int reason = 0;              // settle()'s reason when settled without the trials
   };
   Snapshot snapshot() const {
     std::lock_guard lock(mutex_);
     auto shown = [](uint64_t t) { return t == kNone ? 0 : t; };
-    return {settled_.load(std::memory_order_acquire), ended_, {shown(ticks_[0]), shown(ticks_[1])}};
+    return {settled_.load(std::memory_order_acquire), ended_, {shown(ticks_[0]), shown(ticks_[1])}, reason_};
   }
 
   // The counter once every earlier instruction has executed (lfence: a bare rdtsc runs ahead
@@ -93,7 +98,7 @@ class TimedChoice {
  private:
   mutable std::mutex mutex_;
   mutable std::atomic<int> settled_{-1};
-  mutable int started_ = 0, ended_ = 0;
+  mutable int started_ = 0, ended_ = 0, reason_ = 0;
   static constexpr uint64_t kNone = ~uint64_t{0};
   mutable uint64_t ticks_[2] = {kNone, kNone};
 };

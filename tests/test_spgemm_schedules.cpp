@@ -264,6 +264,16 @@ TEST(SpgemmSchedules, TimedRowLoopEveryExecutionMatches) {
   sj::Plan small(context(), sj::OpRequest{SJ_OP_SPGEMM, {S, S}, o});
   EXPECT_TRUE(identical(run_plan(SJ_OP_SPGEMM, {S, S}, options(), SJ_SCHEDULE_REFERENCE), small.execute({S, S})));
   EXPECT_PRED2(mentions, small.explain_text(), "row loop: branchy (product under 16384 multiplies");
+
+  // A product whose rows repeat their columns many times (a full band of 21: ~10 multiplies
+  // per result entry) settles on the branchy loop after its warm-up, untimed, and says why.
+  Tensor D = tensor(sj::test::random_banded<int32_t, double>(rng, 400, 400, 10, 10, 1.0));
+  const Tensor want_d = run_plan(SJ_OP_SPGEMM, {D, D}, options(), SJ_SCHEDULE_REFERENCE);
+  sj::Plan banded(context(), sj::OpRequest{SJ_OP_SPGEMM, {D, D}, o});
+  for (int e = 0; e < 3; ++e) EXPECT_TRUE(identical(want_d, banded.execute({D, D}))) << "execution " << e;
+  EXPECT_PRED2(mentions, banded.explain_text(), "row loop: branchy (the first execution found >= 4 multiplies");
+  // The random product above (~1.2 multiplies per entry) was timed instead.
+  EXPECT_EQ(plan.explain_text().find("the first execution found"), std::string::npos);
 }
 
 TEST(SpgemmSchedules, DenseAccumulatorBothRowLoops) {

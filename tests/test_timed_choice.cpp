@@ -80,12 +80,14 @@ TEST(TimedChoice, OneStretchedTrialDoesNotDecide) {
 
 TEST(TimedChoice, SettlingWithoutTrialsIsFinal) {
   const sj::TimedChoice c;
-  c.settle(1);
-  c.settle(0);  // a second settle changes nothing
+  c.settle(1, 7);
+  c.settle(0, 3);  // a second settle changes nothing, its reason included
   bool timed = true;
   EXPECT_EQ(c.begin(&timed), 1);
   EXPECT_FALSE(timed);
   EXPECT_EQ(c.settled(), 1);
+  EXPECT_EQ(c.snapshot().reason, 7);
+  EXPECT_EQ(c.snapshot().trials_done, 0);
 }
 
 }  // namespace
