@@ -898,13 +898,16 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumu
   // alternating the loops hides), and there is little to gain.
   bool timed = false, warm_up = false;
   int way = 0;
+  int64_t flops = -1;  // counted once, only while the choice is open
   if (!dense && kind == SpgemmAccumulator::Dense) {
     const DenseRowLoop pinned = dense_row_loop();
     if (pinned != DenseRowLoop::Timed) {
       way = pinned == DenseRowLoop::BranchFree ? 1 : 0;
     } else if (loop_choice) {
-      if (loop_choice->settled() < 0 && total_flops(A, B) < kTimedRowLoopMinFlops)
-        loop_choice->settle(0, kRowLoopSmallProduct);
+      if (loop_choice->settled() < 0) {
+        flops = total_flops(A, B);
+        if (flops < kTimedRowLoopMinFlops) loop_choice->settle(0, kRowLoopSmallProduct);
+      }
       way = loop_choice->begin(&timed);
       warm_up = !timed && loop_choice->settled() < 0;
     }
@@ -943,7 +946,7 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumu
   if (timed) loop_choice->end(way, TimedChoice::now() - t0);
   // The warm-up's result tells how often a row's products repeat a column: often enough, and
   // the trials would only run the slower loop twice (kBranchyMultipliesPerEntry).
-  if (warm_up && C.nnz() > 0 && total_flops(A, B) >= kBranchyMultipliesPerEntry * C.nnz())
+  if (warm_up && C.nnz() > 0 && flops >= kBranchyMultipliesPerEntry * C.nnz())
     loop_choice->settle(0, kRowLoopRepeatedColumns);
   return C;
 }

@@ -58,18 +58,14 @@ class TimedChoice {
   void end(int way, uint64_t ticks) const {
     std::lock_guard lock(mutex_);
     ticks_[way] = std::min(ticks_[way], ticks);
-    if (++ended_ == kTrials) {
-      int expected = -1;
-      settled_.compare_exchange_strong(expected, ticks_[1] < ticks_[0] ? 1 : 0, std::memory_order_acq_rel);
-    }
+    if (++ended_ == kTrials) settle_locked(ticks_[1] < ticks_[0] ? 1 : 0, 0);
   }
 
   // Settles on `way`, unless already settled: at the last trial, or without trials for a
   // `reason` of the user's (a product too small to time fairly, say), which explain shows.
   void settle(int way, int reason = 0) const {
     std::lock_guard lock(mutex_);
-    int expected = -1;
-    if (settled_.compare_exchange_strong(expected, way, std::memory_order_acq_rel)) reason_ = reason;
+    settle_locked(way, reason);
   }
 
   // The way every execution runs from now on, or -1 while the trials run.
@@ -96,6 +92,12 @@ class TimedChoice {
   }
 
  private:
+  // settle() with mutex_ held (end() settles from inside it).
+  void settle_locked(int way, int reason) const {
+    int expected = -1;
+    if (settled_.compare_exchange_strong(expected, way, std::memory_order_acq_rel)) reason_ = reason;
+  }
+
   mutable std::mutex mutex_;
   mutable std::atomic<int> settled_{-1};
   mutable int started_ = 0, ended_ = 0, reason_ = 0;

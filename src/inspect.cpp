@@ -110,6 +110,7 @@ int64_t spgemm_flops(const Tensor& a, const Tensor& b) {
   };
   return a.index_type == IndexType::I32 ? sum(a.levels[1].crd.as<int32_t>()) : sum(a.levels[1].crd.as<int64_t>());
 }
+
 void write_json(JsonWriter& w, const MatrixStats& s) {
   w.begin_object()
       .field("rows", s.rows).field("cols", s.cols).field("nnz", s.nnz).field("density", s.density)
