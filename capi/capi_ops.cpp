@@ -8,6 +8,18 @@
 #include "src/plan_memo.hpp"
 
 namespace sj::capi {
+
+OperandList borrow_operands(const sj_tensor* const* operands, int n) {
+  if (n < 0 || n > 3) fail(SJ_ERR_INVALID_ARGUMENT, "n_operands is ", n);
+  if (n > 0) require(operands, "operands");
+  OperandList ops;
+  for (int i = 0; i < n; ++i) {
+    if (!operands[i]) fail(SJ_ERR_NULL_POINTER, "operand ", i, " is NULL");
+    ops.borrow(operands[i]->t);  // the handles outlive the call
+  }
+  return ops;
+}
+
 namespace {
 
 sj_op_options read_options(const sj_op_options* o) {
@@ -27,15 +39,10 @@ sj_op_options read_options(const sj_op_options* o) {
 OpRequest make_request(sj_context* ctx, sj_op op, const sj_tensor* const* operands, int n,
                        const sj_op_options* options) {
   require(ctx, "ctx");
-  if (n < 0 || n > 3) fail(SJ_ERR_INVALID_ARGUMENT, "n_operands is ", n);
-  if (n > 0) require(operands, "operands");
   OpRequest r;
   r.op = op;
   r.options = read_options(options);
-  for (int i = 0; i < n; ++i) {
-    if (!operands[i]) fail(SJ_ERR_NULL_POINTER, "operand ", i, " is NULL");
-    r.operands.borrow(operands[i]->t);  // the handles outlive the call
-  }
+  r.operands = borrow_operands(operands, n);
   return r;
 }
 
@@ -105,14 +112,7 @@ SJ_API sj_status sj_plan_execute(sj_plan* plan, const sj_tensor* const* operands
       *result = capi::execute_einsum(plan, operands, n);
       return;
     }
-    if (n < 0 || n > 3) fail(SJ_ERR_INVALID_ARGUMENT, "n_operands is ", n);
-    if (n > 0) require(operands, "operands");
-    OperandList ops;
-    for (int i = 0; i < n; ++i) {
-      if (!operands[i]) fail(SJ_ERR_NULL_POINTER, "operand ", i, " is NULL");
-      ops.borrow(operands[i]->t);
-    }
-    Tensor out = plan->plan->execute(ops);
+    Tensor out = plan->plan->execute(capi::borrow_operands(operands, n));
     *result = capi::new_tensor_handle(plan->ctx, std::move(out));
   });
 }

@@ -92,6 +92,35 @@ SJ_API sj_status sj_plan_execute_sizes(sj_plan* plan, const sj_tensor* const* op
   });
 }
 
+SJ_API sj_status sj_plan_execute_into(sj_plan* plan, const sj_tensor* const* operands, int n,
+                                      const sj_output_buffers* buffers, sj_output_sizes* sizes) {
+  OutputTarget target;
+  const sj_status st = guarded([&] {
+    require(plan, "plan");
+    require(buffers, "buffers");
+    require(sizes, "sizes");
+    require_struct_size(buffers->struct_size, sizeof(sj_output_buffers), "buffers", "sj_output_buffers");
+    require_struct_size(sizes->struct_size, sizeof(sj_output_sizes), "sizes", "sj_output_sizes");
+    const OutputBuffers b{buffers->pos, buffers->pos_capacity, buffers->crd,
+                          buffers->crd_capacity, buffers->values, buffers->values_capacity};
+    target.buffers = &b;
+    if (!plan->einsum) {
+      plan->plan->execute_into(capi::borrow_operands(operands, n), target);
+      return;
+    }
+    // Index-notation plans: the result is made, then copied (as sj_pending_fill would).
+    std::unique_ptr<sj_tensor, decltype(&sj_tensor_destroy)> owner(capi::execute_einsum(plan, operands, n),
+                                                                   sj_tensor_destroy);
+    const Tensor flat = as_flat_output(owner->t, plan->ctx->impl->allocator);
+    target.layout = output_layout(flat);
+    target.layout_known = true;
+    copy_output(flat, target.layout, b);
+  });
+  // The layout also when a buffer was too small: the caller sizes its buffers and calls again.
+  if (target.layout_known && sizes) *sizes = to_c(target.layout);
+  return st;
+}
+
 SJ_API sj_status sj_pending_fill(sj_pending* pending, const sj_output_buffers* buffers) {
   return guarded([&] {
     require(pending, "pending");

@@ -36,6 +36,9 @@ namespace sj::capi {
 // Wraps a finished tensor in a new handle (the only way tensors leave the library).
 sj_tensor* new_tensor_handle(sj_context* ctx, Tensor t);
 
+// The caller's operand handles as a list that borrows their tensors (n from 0 to 3; NULL
+// pointers refused with SJ_ERR_NULL_POINTER naming the operand).
+OperandList borrow_operands(const sj_tensor* const* operands, int n);
 // Executes an index-notation plan (capi/capi_einsum.cpp); returns the new result handle.
 sj_tensor* execute_einsum(sj_plan* plan, const sj_tensor* const* operands, int n);
 

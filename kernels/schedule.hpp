@@ -9,6 +9,7 @@
 #include "src/context.hpp"
 #include "src/inspect.hpp"
 #include "src/operation.hpp"
+#include "src/output_copy.hpp"
 #include "src/semiring.hpp"
 #include "src/work_partition.hpp"
 
@@ -39,6 +40,10 @@ struct ExecInputs {
   const Context& ctx;
   const void* state;  // what prepare() returned (may be null)
   Workers* workers = nullptr;  // the call's threads (src/work_partition.hpp); null: serial
+  // The caller's buffers (sj_plan_execute_into), or null. A schedule may write its result
+  // there and return an empty tensor (see OutputTarget); one that ignores it returns the
+  // result as usual and the plan copies it.
+  OutputTarget* into = nullptr;
 };
 
 // The call's workers, or a serial stand-in when the caller gave none.

@@ -89,6 +89,15 @@ template <class I, class V> struct RowSink {
       o += n;
     }
   }
+  // The same with the coordinates converted to J (the caller's coordinate type).
+  template <class J> void gather_as(J* oi, V* ov) const {
+    int64_t o = 0;
+    for (auto [start, n] : segments) {
+      for (int64_t k = 0; k < n; ++k) oi[o + k] = static_cast<J>(idx[start + k]);
+      if (n) std::memcpy(ov + o, val + start, sizeof(V) * static_cast<size_t>(n));
+      o += n;
+    }
+  }
 };
 
 // Runs chunk(c, r0, r1) -> entries written, over the partition, and records the segments.

@@ -76,9 +76,9 @@ int64_t uses_of(const Tensor& t, bool bump) {
 
 // The CSC form of op(A): A itself when the caller gave it, else kept with the handle (both
 // borrowed), else made into `storage`.
-const Tensor& csc_of(const OpRequest& req, const PreparedOperands& p, const Allocator& alloc, Tensor& storage) {
+const Tensor& csc_of(const OpRequest& req, const CscSource& src, const PreparedOperands& p, const Allocator& alloc,
+                     Tensor& storage) {
   const Tensor& a = req.operands[0];
-  const CscSource src = csc_source(req, p.index_type);
   if (src.zero_copy) {
     if (req.options.transpose_a == 0) return a;
     storage = a;  // CSR arrays of A are the CSC arrays of A^T
@@ -115,6 +115,42 @@ Tensor sparse_vector_of(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType 
   return y;
 }
 
+// The sink's entries written straight into the caller's buffers (sj_plan_execute_into), with
+// the coordinates in the type the caller receives; nothing is written when a buffer is too
+// small (the layout, which the caller gets back, says what is needed).
+template <class I, class V>
+void write_into(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType vt, OutputTarget& to) {
+  OutputLayout& o = to.layout;
+  o.format = SJ_FORMAT_SPARSE_VECTOR;
+  o.order = 1;
+  o.dims[0] = n;
+  o.dims[1] = 0;
+  o.index_type = to.index_type;
+  o.value_type = vt;
+  o.pos_len = 0;
+  o.crd_len = o.values_len = sink.count;
+  to.layout_known = true;
+  const OutputBuffers& b = *to.buffers;
+  if (!output_buffers_fit(o, b)) check_output_buffers(o, b);  // throws, naming the array
+  V* ov = static_cast<V*>(b.values);
+  if (to.index_type == (sizeof(I) == 4 ? IndexType::I32 : IndexType::I64)) {
+    sink.gather(static_cast<I*>(b.crd), ov);
+  } else {  // i32 computed, i64 asked for (the narrowing way is the plan's checked conversion)
+    sink.template gather_as<int64_t>(static_cast<int64_t*>(b.crd), ov);
+  }
+  to.written = true;
+}
+
+// The sparse result: into the caller's buffers when the call has them, else a new vector.
+template <class I, class V>
+Tensor sparse_result(const spmspv::RowSink<I, V>& sink, int64_t n, const ExecInputs& in) {
+  if (in.into && !(sizeof(I) == 8 && in.into->index_type == IndexType::I32)) {
+    write_into(sink, n, in.prepared.value_type, *in.into);
+    return Tensor{};
+  }
+  return sparse_vector_of(sink, n, in.prepared.value_type, in.ctx.allocator);
+}
+
 // Runs a row-wise kernel (split into chunks of rows on the call's threads) into a dense or
 // exact-size sparse result.
 template <class I, class V, class Kernel>
@@ -142,7 +178,7 @@ Tensor run_rowwise(const ExecInputs& in, Kernel&& kernel) {
     sink.idx = ws.list.data();
     sink.val = ws.outv.data();
     kernel(A, x, sink, w);
-    return sparse_vector_of(sink, A.outer, vt, alloc);
+    return sparse_result(sink, A.outer, in);
   };
   return in.req.options.dense_output ? dense() : sparse();
 }
@@ -179,10 +215,19 @@ class Push final : public SpmspvSchedule {
     }
     return Costing::yes(K + Cx * f.nx + Cp * f.flops + out + conv, note);
   }
+  // Where the CSC form comes from depends only on what the plan's signatures fix (A's format
+  // and coordinate type, transpose_a): found once per plan.
+  std::shared_ptr<const void> prepare(const PlanInputs& in, std::string* source, double* build_ms) const override {
+    *source = "built-in";
+    *build_ms = 0;
+    return std::make_shared<const CscSource>(csc_source(in.req, in.prepared.index_type));
+  }
   Tensor run(const ExecInputs& in) const override {
     uses_of(in.req.operands[0], true);
     Tensor storage;
-    const Tensor& csc = csc_of(in.req, in.prepared, in.ctx.allocator, storage);
+    const CscSource src =
+        in.state ? *static_cast<const CscSource*>(in.state) : csc_source(in.req, in.prepared.index_type);
+    const Tensor& csc = csc_of(in.req, src, in.prepared, in.ctx.allocator, storage);
     return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       using I = decltype(i);
@@ -211,7 +256,7 @@ class Push final : public SpmspvSchedule {
         sink.idx = ws.outi.data();
         sink.val = ws.outv.data();
         spmspv::push_sparse<S>(A, x, part, w, sink);
-        return sparse_vector_of(sink, A.inner, vt, alloc);
+        return sparse_result(sink, A.inner, in);
       };
       return in.req.options.dense_output ? dense() : sparse();
     });

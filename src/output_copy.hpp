@@ -67,6 +67,28 @@ OutputLayout output_layout(const Tensor& t);
 // The per-level layout of any tensor.
 LevelLayout level_layout(const Tensor& t);
 
+// Checks the caller's buffers against a flat layout (a length > 0 needs a non-null pointer and
+// enough capacity). Throws SJ_ERR_NULL_POINTER or SJ_ERR_INVALID_ARGUMENT naming the first
+// array that does not fit.
+void check_output_buffers(const OutputLayout& layout, const OutputBuffers& out);
+// Inline test of the same (it runs on every sj_plan_execute_into); the message only when one fails.
+inline bool output_buffers_fit(const OutputLayout& o, const OutputBuffers& b) {
+  auto fits = [](int64_t len, const void* ptr, int64_t capacity) { return len == 0 || (ptr && capacity >= len); };
+  return fits(o.pos_len, b.pos, b.pos_capacity) && fits(o.crd_len, b.crd, b.crd_capacity) &&
+         fits(o.values_len, b.values, b.values_capacity);
+}
+
+// A result written straight into the caller's buffers (sj_plan_execute_into). A schedule that
+// can put its result there (after check_output_buffers, so that nothing is written when one is
+// too small) sets `layout` and `written`; the plan copies the tensor of any other.
+struct OutputTarget {
+  const OutputBuffers* buffers = nullptr;
+  IndexType index_type = IndexType::I32;  // the coordinate type the caller receives
+  OutputLayout layout;                   // set as soon as the result's size is known
+  bool layout_known = false;
+  bool written = false;
+};
+
 // Checks every buffer against the layout (a length > 0 needs a non-null pointer and enough
 // capacity) and only then copies. Throws SJ_ERR_NULL_POINTER or SJ_ERR_INVALID_ARGUMENT
 // naming the first array that does not fit, before any byte is written.

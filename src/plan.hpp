@@ -10,6 +10,7 @@
 #include "src/convert.hpp"
 #include "src/inspect.hpp"
 #include "src/operation.hpp"
+#include "src/output_copy.hpp"
 
 #include <memory>
 
@@ -26,6 +27,8 @@ struct OperandSignature {
   ValueType value_type = ValueType::F64;
   bool operator==(const OperandSignature&) const = default;
   static OperandSignature of(const Tensor& t);
+  // *this == of(t), without building t's signature (it is checked on every execution).
+  bool matches(const Tensor& t) const;
 };
 
 // One schedule the planner considered.
@@ -43,6 +46,9 @@ class Plan {
 
   // Runs on `operands`, which must match the planned signatures (borrowed for the call).
   Tensor execute(const OperandList& operands);
+  // The same, with the result written into the caller's buffers (`target`); throws, with
+  // nothing written to them, when one is too small (target.layout then says what is needed).
+  void execute_into(const OperandList& operands, OutputTarget& target);
 
   // The explain JSON (statistics, candidates, choice, timings).
   std::string explain() const;
@@ -56,6 +62,8 @@ class Plan {
   const Context& context() const { return ctx_; }
 
  private:
+  Tensor run(const OperandList& operands, OutputTarget* into);
+
   const Context& ctx_;
   sj_op op_;
   sj_op_options options_;
@@ -71,8 +79,14 @@ class Plan {
   std::vector<std::string> given_;  // each operand as the caller gave it (describe())
   double flops_ = -1;
   IndexType index_type_ = IndexType::I32;  // the coordinate type planned for: executions keep it
+  IndexType result_index_type_ = IndexType::I32;  // prepare()'s findings, fixed by the signatures
+  ValueType value_type_ = ValueType::F64;
+  bool operands_as_given_ = false;  // prepare() converts and looks up nothing (see the constructor)
   double inspect_ms_ = 0;
   double plan_ms_ = 0;
+  // Executions completed; the first kTimedFirst are timed, then one in kTimeEvery, and explain's
+  // "last execute" is the latest timed one.
+  static constexpr int64_t kTimedFirst = 8, kTimeEvery = 16;
   std::atomic<int64_t> executions_{0};
   std::atomic<double> last_execute_ms_{0};
   std::atomic<double> first_execute_ms_{-1};

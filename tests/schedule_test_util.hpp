@@ -64,6 +64,48 @@ inline ::testing::AssertionResult same_bits(const sj::Tensor& a, const sj::Tenso
   return ::testing::AssertionSuccess();
 }
 
+// `plan` executed through sj_plan_execute_into, into buffers exactly as long as `ref` (the
+// result of sj_plan_execute) needs, gives the same layout and the same bits. Flat results
+// (CSR, CSC, sparse vector, dense) only.
+inline ::testing::AssertionResult into_matches(sj_plan* plan, const sj_tensor* const* ops, int n,
+                                               const sj::Tensor& ref) {
+  const bool dense = sj::is_dense(ref);
+  int64_t entries = ref.nnz();
+  if (dense) {
+    entries = 1;
+    for (int k = 0; k < ref.order; ++k) entries *= ref.dims[k];
+  }
+  const int64_t pos_len = !dense && ref.order == 2 ? ref.level_dim(0) + 1 : 0;
+  const size_t is = sj::index_size(ref.index_type), vs = sj::value_size(ref.value_type);
+  std::vector<int64_t> pos(pos_len);
+  std::vector<unsigned char> crd(dense ? 0 : is * entries), val(vs * entries);
+  sj_output_buffers b{};
+  b.struct_size = sizeof b;
+  b.pos = pos.empty() ? nullptr : pos.data();
+  b.pos_capacity = pos_len;
+  b.crd = crd.empty() ? nullptr : crd.data();
+  b.crd_capacity = dense ? 0 : entries;
+  b.values = val.empty() ? nullptr : val.data();
+  b.values_capacity = entries;
+  sj_output_sizes sz{};
+  sz.struct_size = sizeof sz;
+  if (sj_plan_execute_into(plan, ops, n, &b, &sz) != SJ_OK) return ::testing::AssertionFailure() << msg();
+  if (sz.values_len != entries || sz.crd_len != (dense ? 0 : entries) || sz.pos_len != pos_len ||
+      sz.order != ref.order || sz.index_type != sj::to_c(ref.index_type) || sz.value_type != sj::to_c(ref.value_type))
+    return ::testing::AssertionFailure() << "layout: values_len " << sz.values_len << " crd_len " << sz.crd_len
+                                         << " pos_len " << sz.pos_len << " order " << sz.order << " for "
+                                         << ref.describe();
+  if (entries && std::memcmp(val.data(), ref.values.data(), vs * entries) != 0)
+    return ::testing::AssertionFailure() << "values differ";
+  if (dense) return ::testing::AssertionSuccess();
+  const sj::Level& inner = ref.levels[ref.order - 1];
+  if (entries && std::memcmp(crd.data(), inner.crd.data(), is * entries) != 0)
+    return ::testing::AssertionFailure() << "coordinates differ";
+  if (pos_len && std::memcmp(pos.data(), inner.pos.data(), 8 * pos_len) != 0)
+    return ::testing::AssertionFailure() << "positions differ";
+  return ::testing::AssertionSuccess();
+}
+
 template <class I, class V> sj_tensor* csr_handle(sj_context* c, const sj::CsResult<I, V>& m) {
   sj_tensor* h = nullptr;
   EXPECT_EQ(sj_tensor_create_csr(c, m.outer, m.inner, itype<I>(), vtype<V>(), m.pos.data(), m.crd.data(), m.val.data(),

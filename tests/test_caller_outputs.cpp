@@ -143,6 +143,8 @@ void check_two_pass_equals_execute(sj_plan* plan, const std::vector<sj_tensor*>&
   EXPECT_EQ(buf.pos[buf.pos.size() - 1], -7) << "nothing written past pos_len";
   EXPECT_EQ(buf.crd.back(), 0xAB) << "nothing written past crd_len";
   EXPECT_EQ(buf.values.back(), 0xCD) << "nothing written past values_len";
+  // And in one pass, straight into the caller's buffers.
+  EXPECT_TRUE(sj::test::into_matches(plan, ops.data(), static_cast<int>(ops.size()), normal.t->t));
 }
 
 void plan_for(sj_context* ctx, sj_op op, const std::vector<sj_tensor*>& ops, const sj_op_options* o, sj_plan** p) {
@@ -574,7 +576,26 @@ TEST_P(CallerOutputs, EinsumResultsOfEveryOrderMatchPlanExecute) {
       const void* want = nullptr;
       ASSERT_EQ(sj_tensor_get_values(normal.t, &want, nullptr), SJ_OK);
       EXPECT_EQ(v, *static_cast<const double*>(want));
+      v = -1;
+      sj_output_sizes s1{};
+      s1.struct_size = sizeof s1;
+      ASSERT_EQ(sj_plan_execute_into(plan.p, c.ops.data(), static_cast<int>(c.ops.size()), &b, &s1), SJ_OK)
+          << sj_last_error_message();
+      EXPECT_EQ(s1.values_len, 1);
+      EXPECT_EQ(v, *static_cast<const double*>(want));
       continue;
+    }
+    {  // no flat layout: the one-pass call refuses it, with the sizes that say so
+      std::vector<unsigned char> big(1 << 16, 0xEE);
+      sj_output_buffers b{};
+      b.struct_size = sizeof b;
+      b.crd = b.values = big.data();
+      b.crd_capacity = b.values_capacity = 1 << 12;
+      sj_output_sizes s1{};
+      s1.struct_size = sizeof s1;
+      EXPECT_EQ(sj_plan_execute_into(plan.p, c.ops.data(), static_cast<int>(c.ops.size()), &b, &s1), SJ_ERR_FORMAT);
+      EXPECT_EQ(s1.order, c.order);
+      EXPECT_EQ(big[0], 0xEE) << "nothing written";
     }
     // Order 3 and 4: the flat sizes say so and carry no arrays; sj_pending_fill refuses it.
     EXPECT_EQ(s.order, c.order);

@@ -1,7 +1,8 @@
 // SpMSpV and SpMV schedules, each forced through the C API, bit-identical to the reference
 // schedule on random inputs (all semirings, f32/f64/bool, i32/i64, sparse and dense output,
 // A given as CSR or CSC, transposed A) and on every real matrix in ../shared/data/matrices;
-// the CSC copy the push schedule makes is kept on A's handle and reused.
+// the CSC copy the push schedule makes is kept on A's handle and reused. Each schedule also
+// through a plan executed into the caller's buffers (sj_plan_execute_into).
 #include <gtest/gtest.h>
 
 #include "tests/schedule_test_util.hpp"
@@ -29,6 +30,14 @@ void check_spmspv(sj_context* c, const sj_tensor* A, const sj_tensor* x, sj_semi
       H got;
       ASSERT_EQ(sj_spmspv(c, A, x, &o, &got.t), SJ_OK) << where << ": " << msg();
       EXPECT_TRUE(same_bits(ref.t->t, got.t->t)) << where << " schedule " << sc << " dense " << dense;
+      // The same schedule through a plan, straight into the caller's buffers (twice: the
+      // second execution runs with the workspaces and kept forms of the first).
+      const sj_tensor* ops[2] = {A, x};
+      sj_plan* plan = nullptr;
+      ASSERT_EQ(sj_plan_create(c, SJ_OP_SPMSPV, ops, 2, &o, &plan), SJ_OK) << where << ": " << msg();
+      for (int k = 0; k < 2; ++k)
+        EXPECT_TRUE(into_matches(plan, ops, 2, ref.t->t)) << where << " schedule " << sc << " dense " << dense << " into";
+      sj_plan_destroy(plan);
     }
   }
 }

@@ -504,6 +504,24 @@ SJ_API sj_status sj_pending_fill(sj_pending *pending, const sj_output_buffers *b
  * Must not race with other calls on the same sj_pending. */
 SJ_API sj_status sj_pending_destroy(sj_pending *pending);
 
+/* One pass, for repeated executions: executes the plan (operands as sj_plan_execute) and writes
+ * the result straight into the caller's buffers, which the caller owns throughout; *sizes
+ * receives its layout (as sj_plan_execute_sizes). No handle is made, and for SpMSpV's sparse
+ * result nothing is allocated per call once the plan has run (the result goes from the
+ * kernel's per-thread workspace into the buffers); other results are made and then copied. A
+ * SpMSpV y has at most A's row count (columns with transpose_a) entries, so buffers of that
+ * capacity always fit. When a buffer is too small (or NULL where the result needs it),
+ * nothing at all is written to the buffers, *sizes still receives the lengths needed and the
+ * call fails: grow the buffers and execute again. Only the first pos_len / crd_len /
+ * values_len elements are written. Results of order 3 or 4 have no flat layout: SJ_ERR_FORMAT
+ * (use sj_plan_execute_sizes and sj_pending_fill_levels).
+ * Errors: as sj_plan_execute; SJ_ERR_NULL_POINTER (plan, buffers, sizes, or a needed array);
+ * SJ_ERR_INVALID_ARGUMENT (a capacity too small, a wrong struct_size); SJ_ERR_FORMAT. A plan
+ * may be executed into different buffers from many threads at once. */
+SJ_API sj_status sj_plan_execute_into(sj_plan *plan, const sj_tensor *const *operands,
+                                      int n_operands, const sj_output_buffers *buffers,
+                                      sj_output_sizes *sizes);
+
 /* The per-level layout of a pending result of any order (0 to 4), for results whose arrays do
  * not fit sj_output_sizes (order 3 and 4, e.g. CSF from an index-notation plan). Level l
  * stores mode mode_order[l] with kind levels[l]; its arrays are as in sj_tensor_desc. For
