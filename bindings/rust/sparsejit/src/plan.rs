@@ -4,6 +4,7 @@ use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_void};
 use std::mem::size_of;
 use std::ptr;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
 use crate::context::Context;
@@ -118,6 +119,78 @@ fn values_ptr(v: &mut Values) -> *mut c_void {
     }
 }
 
+fn layout_of(format: sys::sj_format) -> Layout {
+    match format {
+        sys::SJ_FORMAT_CSR => Layout::Csr,
+        sys::SJ_FORMAT_CSC => Layout::Csc,
+        sys::SJ_FORMAT_SPARSE_VECTOR => Layout::SparseVector,
+        _ => Layout::Dense,
+    }
+}
+
+fn matches_index(i: &Indices, t: sys::sj_index_type) -> bool {
+    matches!((i, t), (Indices::I32(_), sys::SJ_INDEX_INT32) | (Indices::I64(_), sys::SJ_INDEX_INT64))
+}
+
+fn matches_value(v: &Values, t: sys::sj_value_type) -> bool {
+    matches!((v, t), (Values::F32(_), sys::SJ_VALUE_F32) | (Values::F64(_), sys::SJ_VALUE_F64) | (Values::Bool(_), sys::SJ_VALUE_BOOL))
+}
+
+// Room of at least n elements in all (not n more): a Vec's elements and spare capacity are
+// one buffer the library writes from its start (execute_into).
+fn grow_to<T>(v: &mut Vec<T>, n: usize) {
+    if v.capacity() < n {
+        v.reserve(n - v.len());
+    }
+}
+
+fn indices_capacity(i: &Indices) -> i64 {
+    match i {
+        Indices::I32(v) => v.capacity() as i64,
+        Indices::I64(v) => v.capacity() as i64,
+    }
+}
+
+fn values_capacity(v: &Values) -> i64 {
+    match v {
+        Values::F32(v) => v.capacity() as i64,
+        Values::F64(v) => v.capacity() as i64,
+        Values::Bool(v) => v.capacity() as i64,
+    }
+}
+
+fn reserve_indices(i: &mut Indices, n: usize) {
+    match i {
+        Indices::I32(v) => grow_to(v, n),
+        Indices::I64(v) => grow_to(v, n),
+    }
+}
+
+fn reserve_values(v: &mut Values, n: usize) {
+    match v {
+        Values::F32(v) => grow_to(v, n),
+        Values::F64(v) => grow_to(v, n),
+        Values::Bool(v) => grow_to(v, n),
+    }
+}
+
+// Safety: the library wrote the first n elements (n <= capacity), with valid bit patterns
+// for the type (bool as bytes 0 or 1); elements past n are plain data, dropped by truncation.
+unsafe fn set_indices_len(i: &mut Indices, n: usize) {
+    match i {
+        Indices::I32(v) => v.set_len(n),
+        Indices::I64(v) => v.set_len(n),
+    }
+}
+
+unsafe fn set_values_len(v: &mut Values, n: usize) {
+    match v {
+        Values::F32(v) => v.set_len(n),
+        Values::F64(v) => v.set_len(n),
+        Values::Bool(v) => v.set_len(n),
+    }
+}
+
 fn c_string(what: &str, text: &str) -> Result<CString> {
     CString::new(text).map_err(|_| Error::new(status::INVALID_ARGUMENT, format!("{what} contains a NUL byte")))
 }
@@ -136,6 +209,8 @@ pub struct Plan<'a> {
     raw: *mut sys::sj_plan,
     ctx: &'a Context,
     explain_lock: Mutex<()>,  // the explanation text lives in the plan until the next call
+    // The result's (index type << 8 | value type), learned by the first execute_into; -1 before.
+    result_types: AtomicI64,
 }
 
 unsafe impl Send for Plan<'_> {}
@@ -150,7 +225,7 @@ impl<'a> Plan<'a> {
         let ops = raw_operands(operands);
         let mut raw = ptr::null_mut();
         check(unsafe { sys::sj_plan_create(ctx.raw, op as i32, ops.as_ptr(), ops.len() as i32, &options.raw, &mut raw) })?;
-        Ok(Plan { raw, ctx, explain_lock: Mutex::new(()) })
+        Ok(Plan { raw, ctx, explain_lock: Mutex::new(()), result_types: AtomicI64::new(-1) })
     }
 
     /// Plans an index-notation expression ("C(i,j) = A(i,k) * B(k,j)"; operands in the order
@@ -166,7 +241,7 @@ impl<'a> Plan<'a> {
             sys::sj_einsum_plan(ctx.raw, expr.as_ptr(), ops.as_ptr(), ops.len() as i32, ptr::null(),
                                 out_format.as_ref().map_or(ptr::null(), |f| f.as_ptr()), &options.raw, &mut raw)
         })?;
-        Ok(Plan { raw, ctx, explain_lock: Mutex::new(()) })
+        Ok(Plan { raw, ctx, explain_lock: Mutex::new(()), result_types: AtomicI64::new(-1) })
     }
 
     /// Runs on operands that match the planned ones; the result is a library-owned tensor.
@@ -198,13 +273,91 @@ impl<'a> Plan<'a> {
             values_capacity: sizes.values_len,
         };
         check(unsafe { sys::sj_pending_fill(guard.0, &buffers) })?;
-        let layout = match sizes.format {
-            sys::SJ_FORMAT_CSR => Layout::Csr,
-            sys::SJ_FORMAT_CSC => Layout::Csc,
-            sys::SJ_FORMAT_SPARSE_VECTOR => Layout::SparseVector,
-            _ => Layout::Dense,
-        };
+        let layout = layout_of(sizes.format);
         Ok(OwnedResult { layout, dims: sizes.dims[..sizes.order as usize].to_vec(), pos, crd, values })
+    }
+
+    /// Runs and writes the result into `out`, reusing the memory of its Vecs (one pass,
+    /// sj_plan_execute_into): a loop that executes the same plan again and again allocates
+    /// nothing once `out` has grown to the largest result. The plan's first such call learns
+    /// the result's types from the library (asking with no room: nothing is written, the
+    /// layout comes back), and a call whose result does not fit makes room and executes again.
+    /// On an error `out` is as it was. Results of order 3 and 4: `execute_levels`.
+    pub fn execute_into(&self, operands: &[&Tensor<'a>], out: &mut OwnedResult) -> Result<()> {
+        let ops = raw_operands(operands);
+        for _ in 0..3 {
+            let types = self.result_types.load(Ordering::Relaxed);
+            let known = types >= 0;
+            if known {  // the Vecs in the result's types
+                let (it, vt) = ((types >> 8) as sys::sj_index_type, (types & 0xff) as sys::sj_value_type);
+                if !matches_index(&out.crd, it) {
+                    out.crd = indices(it, 0);
+                }
+                if !matches_value(&out.values, vt) {
+                    out.values = values(vt, 0);
+                }
+            }
+            // Each Vec's whole buffer (elements and spare capacity; none while the types are
+            // unknown); its length is set once the library wrote that many elements. On an
+            // error nothing is written and the lengths stay: `out` is as it was.
+            let buffers = if known {
+                sys::sj_output_buffers {
+                    struct_size: size_of::<sys::sj_output_buffers>() as u32,
+                    pos: out.pos.as_mut_ptr(),
+                    pos_capacity: out.pos.capacity() as i64,
+                    crd: indices_ptr(&mut out.crd),
+                    crd_capacity: indices_capacity(&out.crd),
+                    values: values_ptr(&mut out.values),
+                    values_capacity: values_capacity(&out.values),
+                }
+            } else {
+                sys::sj_output_buffers {
+                    struct_size: size_of::<sys::sj_output_buffers>() as u32,
+                    pos: ptr::null_mut(),
+                    pos_capacity: 0,
+                    crd: ptr::null_mut(),
+                    crd_capacity: 0,
+                    values: ptr::null_mut(),
+                    values_capacity: 0,
+                }
+            };
+            let mut sizes = sys::sj_output_sizes { struct_size: size_of::<sys::sj_output_sizes>() as u32, order: -1, ..Default::default() };
+            let st = unsafe { sys::sj_plan_execute_into(self.raw, ops.as_ptr(), ops.len() as i32, &buffers, &mut sizes) };
+            if sizes.order < 0 || sizes.order > 2 {
+                check(st)?;  // failed before the layout was known (bad operands, ...), or order 3-4
+            }
+            if sizes.order >= 0 {
+                self.result_types.store(((sizes.index_type as i64) << 8) | sizes.value_type as i64, Ordering::Relaxed);
+            }
+            if st == sys::SJ_OK {
+                if !known {  // an empty result: nothing was written, the Vecs only need the types
+                    out.crd = indices(sizes.index_type, 0);
+                    out.values = values(sizes.value_type, 0);
+                }
+                unsafe {
+                    out.pos.set_len(sizes.pos_len as usize);
+                    set_indices_len(&mut out.crd, sizes.crd_len as usize);
+                    set_values_len(&mut out.values, sizes.values_len as usize);
+                }
+                out.layout = layout_of(sizes.format);
+                out.dims = sizes.dims[..sizes.order as usize].to_vec();
+                return Ok(());
+            }
+            if known && st != status::INVALID_ARGUMENT && st != status::NULL_POINTER {
+                check(st)?;
+            }
+            // Did not fit (or the types were unknown): room for the lengths reported.
+            if !matches_index(&out.crd, sizes.index_type) {
+                out.crd = indices(sizes.index_type, 0);
+            }
+            if !matches_value(&out.values, sizes.value_type) {
+                out.values = values(sizes.value_type, 0);
+            }
+            grow_to(&mut out.pos, sizes.pos_len as usize);
+            reserve_indices(&mut out.crd, sizes.crd_len as usize);
+            reserve_values(&mut out.values, sizes.values_len as usize);
+        }
+        Err(Error::new(status::INTERNAL, "execute_into: the result did not fit after making room".to_string()))
     }
 
     /// Runs and returns a result of any order (a 3-D einsum result included) in Vecs that Rust

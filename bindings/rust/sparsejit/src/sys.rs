@@ -210,6 +210,8 @@ extern "C" {
     pub fn sj_plan_execute_sizes(plan: *mut sj_plan, operands: *const *const sj_tensor, n_operands: c_int,
                                  sizes: *mut sj_output_sizes, pending: *mut *mut sj_pending) -> sj_status;
     pub fn sj_pending_fill(pending: *mut sj_pending, buffers: *const sj_output_buffers) -> sj_status;
+    pub fn sj_plan_execute_into(plan: *mut sj_plan, operands: *const *const sj_tensor, n_operands: c_int,
+                                buffers: *const sj_output_buffers, sizes: *mut sj_output_sizes) -> sj_status;
     pub fn sj_pending_destroy(pending: *mut sj_pending) -> sj_status;
     pub fn sj_pending_get_levels(pending: *mut sj_pending, levels: *mut sj_output_levels) -> sj_status;
     pub fn sj_pending_fill_levels(pending: *mut sj_pending, buffers: *const sj_output_level_buffers) -> sj_status;

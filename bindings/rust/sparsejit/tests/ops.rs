@@ -219,3 +219,42 @@ fn einsum_matrices_and_three_way_results_per_level() {
     let e = ctx.einsum("C(i,j) = A(i,j)\0", &[&a], None, &OpOptions::new()).err().expect("a NUL byte");
     assert_eq!(e.status, status::INVALID_ARGUMENT);
 }
+
+#[test]
+fn execute_into_reuses_the_callers_vecs() {
+    let ctx = Context::new().unwrap();
+    let a_idx64: Vec<i64> = A_IDX.iter().map(|&x| x as i64).collect();
+    let a = Tensor::csr(&ctx, 2, 3, &A_PTR, &a_idx64, &A_VAL).unwrap();
+    let x1 = Tensor::sparse_vector(&ctx, 3, &[2i64], &[5.0f64]).unwrap();  // y = [10, .]
+    let x2 = Tensor::sparse_vector(&ctx, 3, &[0i64, 1], &[1.0f64, 1.0]).unwrap();  // y = [1, 3]
+    let plan = Plan::new(&ctx, Op::Spmspv, &[&a, &x1], &OpOptions::new()).unwrap();
+    // Start from Vecs of other types: the first call learns the result's.
+    let mut out = sparsejit::OwnedResult { layout: Layout::Dense, dims: vec![], pos: vec![], crd: Indices::I32(vec![]),
+                                           values: Values::F32(vec![]) };
+    plan.execute_into(&[&a, &x1], &mut out).unwrap();
+    assert_eq!((out.layout, out.dims.clone(), out.crd.clone(), out.values.clone()),
+               (Layout::SparseVector, vec![2], Indices::I64(vec![0]), Values::F64(vec![10.0])));
+    plan.execute_into(&[&a, &x2], &mut out).unwrap();  // a larger y: room is made
+    assert_eq!((out.crd.clone(), out.values.clone()), (Indices::I64(vec![0, 1]), Values::F64(vec![1.0, 3.0])));
+    let cap = match &out.values { Values::F64(v) => v.capacity(), _ => 0 };
+    for _ in 0..5 {
+        plan.execute_into(&[&a, &x1], &mut out).unwrap();
+        assert_eq!(out.values, Values::F64(vec![10.0]));
+        plan.execute_into(&[&a, &x2], &mut out).unwrap();
+        assert_eq!(out.values, Values::F64(vec![1.0, 3.0]));
+    }
+    assert_eq!(match &out.values { Values::F64(v) => v.capacity(), _ => 0 }, cap, "the same memory, reused");
+    // SpGEMM (copied into the Vecs) equals the two-pass result; the same `out` serves.
+    let b_idx32: Vec<i32> = B_IDX.iter().map(|&x| x as i32).collect();
+    let b = Tensor::csr(&ctx, 3, 2, &B_PTR, &b_idx32, &B_VAL).unwrap();
+    let a32 = Tensor::csr(&ctx, 2, 3, &A_PTR, &A_IDX, &A_VAL).unwrap();
+    let mm = Plan::new(&ctx, Op::Spgemm, &[&a32, &b], &OpOptions::new()).unwrap();
+    mm.execute_into(&[&a32, &b], &mut out).unwrap();
+    assert_eq!(out, mm.execute_owned(&[&a32, &b]).unwrap());
+    assert_eq!((out.pos.clone(), out.crd_i64(), out.values_f64()), (vec![0, 1, 2], vec![0, 1], vec![9.0, 3.0]));
+    // Operands unlike the planned ones: the library's error, `out` left as it was.
+    let before = out.clone();
+    let err = mm.execute_into(&[&b, &a32], &mut out).unwrap_err();
+    assert_eq!(err.status, status::SHAPE_MISMATCH, "{err}");
+    assert_eq!(out.values, before.values);
+}
