@@ -504,9 +504,9 @@ SJ_API sj_status sj_pending_fill(sj_pending *pending, const sj_output_buffers *b
  * Must not race with other calls on the same sj_pending. */
 SJ_API sj_status sj_pending_destroy(sj_pending *pending);
 
-/* One pass, for repeated executions: executes the plan (operands as sj_plan_execute) and writes
- * the result straight into the caller's buffers, which the caller owns throughout; *sizes
- * receives its layout (as sj_plan_execute_sizes). No handle is made, and for SpMSpV's sparse
+/* One pass, for repeated executions: executes the plan on n_operands operands that match the
+ * planned ones (as sj_plan_execute) and writes the result straight into the caller's buffers,
+ * which the caller owns throughout; *sizes receives its layout (as sj_plan_execute_sizes). No handle is made, and for SpMSpV's sparse
  * result nothing is allocated per call once the plan has run (the result goes from the
  * kernel's per-thread workspace into the buffers); other results are made and then copied. A
  * SpMSpV y has at most A's row count (columns with transpose_a) entries, so buffers of that
