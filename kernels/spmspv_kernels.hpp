@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include <absl/container/inlined_vector.h>
@@ -238,27 +239,44 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
   // ahead and the column's first (the last chunk: last) lines of rows and values 8 ahead, so
   // that the misses of several columns overlap (~1.5x on x at 10% of a 600k-column A, at 1 and
   // 2 threads).
-  const bool backward = r0 > 0;  // the last of two chunks
-  const bool bounded = r1 < m;   // the first of two chunks
-  for (int64_t p = 0; p < x.nnz; ++p) {
-    if (p + 2 * kPushPrefetch < x.nnz) __builtin_prefetch(pos + x.idx[p + 2 * kPushPrefetch]);
-    if (p + kPushPrefetch < x.nnz) {
-      const int64_t ja = x.idx[p + kPushPrefetch];
-      const int64_t ahead = backward ? column_last(pos, ja) : pos[ja];
-      __builtin_prefetch(crd + ahead);
-      __builtin_prefetch(val + ahead);
+  // One loop per way of walking a column (all rows, the first of two chunks, the last), each
+  // with the prefetches unconditional until the last 16 entries of x: the tests per entry of
+  // x were a quarter of its own work (~30 instructions) on short columns.
+  enum Walk { kAll, kBounded, kBackward };
+  auto walk = [&]<int W>(std::integral_constant<int, W>) {
+    auto column = [&](int64_t p) {
+      const int64_t j = x.idx[p];
+      const V xj = x.val[p];
+      const int64_t b = pos[j], e = pos[j + 1];
+      if constexpr (W == kBackward) {
+        for (int64_t q = e - 1; q >= b && crd[q] >= r0; --q) add1(q, xj);
+      } else if constexpr (W == kBounded) {
+        for (int64_t q = b; q < e && crd[q] < r1; ++q) add1(q, xj);
+      } else {
+        for (int64_t q = b; q < e; ++q) add1(q, xj);
+      }
+    };
+    auto ahead = [&](int64_t p) {
+      const int64_t ja = x.idx[p];
+      const int64_t at = W == kBackward ? column_last(pos, ja) : pos[ja];
+      __builtin_prefetch(crd + at);
+      __builtin_prefetch(val + at);
+    };
+    const int64_t nx = x.nnz;
+    int64_t p = 0;
+    for (; p + 2 * kPushPrefetch < nx; ++p) {
+      __builtin_prefetch(pos + x.idx[p + 2 * kPushPrefetch]);
+      ahead(p + kPushPrefetch);
+      column(p);
     }
-    const int64_t j = x.idx[p];
-    const V xj = x.val[p];
-    const int64_t b = pos[j], e = pos[j + 1];
-    if (backward) {
-      for (int64_t q = e - 1; q >= b && crd[q] >= r0; --q) add1(q, xj);
-    } else if (bounded) {
-      for (int64_t q = b; q < e && crd[q] < r1; ++q) add1(q, xj);
-    } else {
-      for (int64_t q = b; q < e; ++q) add1(q, xj);
+    for (; p < nx; ++p) {
+      if (p + kPushPrefetch < nx) ahead(p + kPushPrefetch);
+      column(p);
     }
-  }
+  };
+  if (r0 > 0) walk(std::integral_constant<int, kBackward>{});
+  else if (r1 < m) walk(std::integral_constant<int, kBounded>{});
+  else walk(std::integral_constant<int, kAll>{});
   finish(list, cnt, acc, mark);
 }
 
