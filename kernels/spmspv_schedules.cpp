@@ -118,8 +118,8 @@ Tensor sparse_vector_of(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType 
 // The sink's entries written straight into the caller's buffers (sj_plan_execute_into), with
 // the coordinates in the type the caller receives; nothing is written when a buffer is too
 // small (the layout, which the caller gets back, says what is needed).
-template <class I, class V>
-void write_into(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType vt, OutputTarget& to) {
+// The layout of a sparse y of length n with `count` entries, in the caller's coordinate type.
+void set_vector_layout(OutputTarget& to, int64_t n, ValueType vt, int64_t count) {
   OutputLayout& o = to.layout;
   o.format = SJ_FORMAT_SPARSE_VECTOR;
   o.order = 1;
@@ -128,8 +128,24 @@ void write_into(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType vt, Outp
   o.index_type = to.index_type;
   o.value_type = vt;
   o.pos_len = 0;
-  o.crd_len = o.values_len = sink.count;
+  o.crd_len = o.values_len = count;
   to.layout_known = true;
+}
+
+// The caller's buffers as the sink of a one-chunk kernel, when they can hold a y of every row
+// (so that no result can overflow them) in the coordinate type computed: the kernel then
+// writes y there itself and nothing is copied. Null otherwise.
+template <class I, class V> OutputTarget* direct_target(const ExecInputs& in, int64_t rows, int64_t chunks) {
+  OutputTarget* to = in.into;
+  if (!to || chunks != 1 || to->index_type != (sizeof(I) == 4 ? IndexType::I32 : IndexType::I64)) return nullptr;
+  const OutputBuffers& b = *to->buffers;
+  return b.crd && b.values && b.crd_capacity >= rows && b.values_capacity >= rows ? to : nullptr;
+}
+
+template <class I, class V>
+void write_into(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType vt, OutputTarget& to) {
+  set_vector_layout(to, n, vt, sink.count);
+  const OutputLayout& o = to.layout;
   const OutputBuffers& b = *to.buffers;
   if (!output_buffers_fit(o, b)) check_output_buffers(o, b);  // throws, naming the array
   V* ov = static_cast<V*>(b.values);
@@ -249,13 +265,21 @@ class Push final : public SpmspvSchedule {
       };
       auto sparse = [&] {
         // Collected in this thread's output scratch (push's touched lists are in each running
-        // thread's Scratch::list), then copied at exact size.
+        // thread's Scratch::list), then copied at exact size; or written by the one chunk
+        // straight into the caller's buffers (the kernel can only fail before its first write:
+        // its workspaces are sized first).
         auto& ws = spmspv::Scratch<I, V>::get();
         ws.need(0, A.inner);
         spmspv::RowSink<I, V> sink;
-        sink.idx = ws.outi.data();
-        sink.val = ws.outv.data();
+        OutputTarget* direct = direct_target<I, V>(in, A.inner, part.chunks());
+        sink.idx = direct ? static_cast<I*>(direct->buffers->crd) : ws.outi.data();
+        sink.val = direct ? static_cast<V*>(direct->buffers->values) : ws.outv.data();
         spmspv::push_sparse<S>(A, x, part, w, sink);
+        if (direct) {
+          set_vector_layout(*direct, A.inner, vt, sink.count);
+          direct->written = true;
+          return Tensor{};
+        }
         return sparse_result(sink, A.inner, in);
       };
       return in.req.options.dense_output ? dense() : sparse();

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -98,6 +99,46 @@ TEST(ExecuteInto, SpmspvEverySchedulesCoordinateTypesAndThreads) {
             ASSERT_EQ(sj_plan_execute(plan.p, ops.data(), 2, &want.t), SJ_OK) << where << ": " << msg();
             for (int k = 0; k < 3; ++k) EXPECT_TRUE(into_matches(plan.p, ops.data(), 2, want.t->t)) << where;
           }
+      }
+}
+
+// Buffers that can hold a y of every row: the push writes y into them itself (no copy). The
+// result equals sj_plan_execute's, and nothing past its length is touched.
+TEST(ExecuteInto, BuffersForEveryRowTakeTheKernelsWritesDirectly) {
+  Ctx ctx;
+  Rng rng(29);
+  for (bool i64 : {false, true})
+    for (int64_t m : {1, 9, 700})
+      for (double d : {0.0, 0.02, 0.3, 1.0}) {
+        Operands in(ctx.c, rng, m, m + 5, d, i64);
+        const std::vector<const sj_tensor*> ops{in.A.t, in.x.t};
+        for (int threads : {1, 2}) {
+          const std::string where = std::string(i64 ? "i64" : "i32") + " m " + std::to_string(m) + " density " +
+                                    std::to_string(d) + " threads " + std::to_string(threads);
+          sj_op_options o;
+          sj_op_options_init(&o);
+          o.schedule = SJ_SCHEDULE_PUSH;
+          o.threads = threads;
+          Plan plan;
+          plan.p = plan_of(ctx.c, SJ_OP_SPMSPV, ops, &o);
+          H want;
+          ASSERT_EQ(sj_plan_execute(plan.p, ops.data(), 2, &want.t), SJ_OK) << where << ": " << msg();
+          const int64_t nnz = want.t->t.nnz();
+          const size_t isz = i64 ? 8 : 4;
+          for (int round = 0; round < 2; ++round) {
+            VecBuffers buf(m + 2, m + 2, i64 ? SJ_INDEX_INT64 : SJ_INDEX_INT32);
+            sj_output_sizes s = sizes();
+            ASSERT_EQ(sj_plan_execute_into(plan.p, ops.data(), 2, &buf.b, &s), SJ_OK) << where << ": " << msg();
+            ASSERT_EQ(s.values_len, nnz) << where;
+            ASSERT_EQ(s.crd_len, nnz) << where;
+            if (nnz) {
+              EXPECT_EQ(std::memcmp(buf.crd.data(), want.t->t.levels[0].crd.data(), isz * nnz), 0) << where;
+              EXPECT_EQ(std::memcmp(buf.val.data(), want.t->t.values.data(), 8 * nnz), 0) << where;
+            }
+            for (size_t k = isz * nnz; k < buf.crd.size(); ++k) ASSERT_EQ(buf.crd[k], 0xAB) << where << " crd byte " << k;
+            for (size_t k = 8 * nnz; k < buf.val.size(); ++k) ASSERT_EQ(buf.val[k], 0xCD) << where << " value byte " << k;
+          }
+        }
       }
 }
 
