@@ -79,8 +79,9 @@ inline bool output_buffers_fit(const OutputLayout& o, const OutputBuffers& b) {
 }
 
 // A result written straight into the caller's buffers (sj_plan_execute_into). A schedule that
-// can put its result there (after check_output_buffers, so that nothing is written when one is
-// too small) sets `layout` and `written`; the plan copies the tensor of any other.
+// can put its result there sets `layout` and `written`, and must write nothing when a buffer
+// is too small: it checks them first (check_output_buffers), or writes only into buffers that
+// hold every entry the result could have. The plan copies the tensor of any other schedule.
 struct OutputTarget {
   const OutputBuffers* buffers = nullptr;
   IndexType index_type = IndexType::I32;  // the coordinate type the caller receives
