@@ -27,6 +27,7 @@
 
 #include "kernels/coiter_drivers.hpp"
 #include "kernels/schedule.hpp"
+#include "kernels/sparse_assembly.hpp"
 #include "kernels/spmspv_kernels.hpp"
 #include "src/convert.hpp"
 #include "src/derived_forms.hpp"
@@ -110,14 +111,11 @@ Features features(const PlanInputs& in) {
 // The sink's entries as a sparse vector of length n, copied at exact size.
 template <class I, class V>
 Tensor sparse_vector_of(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType vt, const Allocator& alloc) {
-  Tensor y = make_sparse_vector(alloc, n, sink.count, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
+  Tensor y = make_sparse_vector(alloc, n, sink.count, index_type_of<I>(), vt);
   sink.gather(y.levels[0].crd.as_mut<I>(), y.values.as_mut<V>());
   return y;
 }
 
-// The sink's entries written straight into the caller's buffers (sj_plan_execute_into), with
-// the coordinates in the type the caller receives; nothing is written when a buffer is too
-// small (the layout, which the caller gets back, says what is needed).
 // The layout of a sparse y of length n with `count` entries, in the caller's coordinate type.
 void set_vector_layout(OutputTarget& to, int64_t n, ValueType vt, int64_t count) {
   OutputLayout& o = to.layout;
@@ -137,11 +135,14 @@ void set_vector_layout(OutputTarget& to, int64_t n, ValueType vt, int64_t count)
 // writes y there itself and nothing is copied. Null otherwise.
 template <class I, class V> OutputTarget* direct_target(const ExecInputs& in, int64_t rows, int64_t chunks) {
   OutputTarget* to = in.into;
-  if (!to || chunks != 1 || to->index_type != (sizeof(I) == 4 ? IndexType::I32 : IndexType::I64)) return nullptr;
+  if (!to || chunks != 1 || to->index_type != index_type_of<I>()) return nullptr;
   const OutputBuffers& b = *to->buffers;
   return b.crd && b.values && b.crd_capacity >= rows && b.values_capacity >= rows ? to : nullptr;
 }
 
+// The sink's entries written straight into the caller's buffers (sj_plan_execute_into), with
+// the coordinates in the type the caller receives; nothing is written when a buffer is too
+// small (the layout, which the caller gets back, says what is needed).
 template <class I, class V>
 void write_into(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType vt, OutputTarget& to) {
   set_vector_layout(to, n, vt, sink.count);
@@ -149,7 +150,7 @@ void write_into(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType vt, Outp
   const OutputBuffers& b = *to.buffers;
   if (!output_buffers_fit(o, b)) check_output_buffers(o, b);  // throws, naming the array
   V* ov = static_cast<V*>(b.values);
-  if (to.index_type == (sizeof(I) == 4 ? IndexType::I32 : IndexType::I64)) {
+  if (to.index_type == index_type_of<I>()) {
     sink.gather(static_cast<I*>(b.crd), ov);
   } else {  // i32 computed, i64 asked for (the narrowing way is the plan's checked conversion)
     sink.template gather_as<int64_t>(static_cast<int64_t*>(b.crd), ov);
