@@ -21,6 +21,7 @@
 #include "src/semiring.hpp"
 #include "kernels/sort_network_avx2.hpp"
 #include "kernels/sparse_assembly.hpp"
+#include "kernels/spgemm_structure.hpp"
 
 namespace sj {
 namespace {
@@ -92,6 +93,17 @@ Tensor spgemm_gustavson(const Tensor& A, const Tensor& B, sj_semiring semiring, 
     });
   return spgemm_generic::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
     return spgemm_generic::spgemm_typed<decltype(s), decltype(i), decltype(v)>(A, B, dense_output, acc, alloc, w, loop_choice);
+  });
+}
+
+Tensor spgemm_values_only(const Tensor& A, const Tensor& B, const SpgemmStructure& s, sj_semiring semiring,
+                          const Allocator& alloc, Workers& w) {
+  if (cpu_has_bmi())
+    return spgemm_bmi::with_kernel_types(A, semiring, [&](auto sr, auto i, auto v) {
+      return spgemm_bmi::values_only_typed<decltype(sr), decltype(i), decltype(v)>(A, B, s, alloc, w);
+    });
+  return spgemm_generic::with_kernel_types(A, semiring, [&](auto sr, auto i, auto v) {
+    return spgemm_generic::values_only_typed<decltype(sr), decltype(i), decltype(v)>(A, B, s, alloc, w);
   });
 }
 

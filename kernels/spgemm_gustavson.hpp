@@ -75,6 +75,14 @@ Tensor spgemm_gustavson(const Tensor& A, const Tensor& B, sj_semiring semiring, 
                         SpgemmAccumulator acc, const Allocator& alloc, Workers& w,
                         const TimedChoice* loop_choice = nullptr);
 
+// C = A*B computing only the values, over the structure `s` kept from an earlier product of
+// operands with exactly A's and B's structure (kernels/spgemm_structure.hpp; the caller has
+// checked that). The result shares s's position and coordinate arrays and is bit-identical
+// to spgemm_gustavson's.
+struct SpgemmStructure;
+Tensor spgemm_values_only(const Tensor& A, const Tensor& B, const SpgemmStructure& s, sj_semiring semiring,
+                          const Allocator& alloc, Workers& w);
+
 // C<M> = A*B by saxpy-then-mask (M, A, B CSR; only M's structure is read).
 Tensor masked_spgemm_saxpy(const Tensor& M, const Tensor& A, const Tensor& B, sj_semiring semiring,
                            const Allocator& alloc, Workers& w);

@@ -952,6 +952,117 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumu
 }
 
 // ------------------------------------------------------------------------------------------
+// Values only, over a structure kept from an earlier execution (kernels/spgemm_structure.hpp).
+
+// The exact identity of S::add over V, where it has one: add(e, p) == p bit for bit for every
+// p, NaN included, so a row's accumulators can start from it instead of from each column's
+// first product. Sums: -0.0 (0.0 + -0.0 is +0.0, but -0.0 + p is p); integer min and max:
+// the type's extremes. Floating-point min and max have none (std::min(inf, NaN) is inf, where
+// the first product alone would give NaN): they mark each column's first product instead.
+template <class S> struct ExactIdentity { static constexpr bool exists = false; };
+template <class V> struct ExactIdentity<PlusTimes<V>> {
+  static constexpr bool exists = true;
+  static V value() { return -V(0); }
+};
+template <class V> struct ExactIdentity<PlusPair<V>> {
+  static constexpr bool exists = true;
+  static V value() { return -V(0); }
+};
+template <class V> struct ExactIdentity<OrAnd<V>> {  // products are 0 or 1, and add(0, p) == p
+  static constexpr bool exists = true;
+  static V value() { return V(0); }
+};
+template <class V> struct ExactIdentity<MinPlus<V>> {
+  static constexpr bool exists = std::is_integral_v<V>;
+  static V value() { return std::numeric_limits<V>::max(); }
+};
+template <class V> struct ExactIdentity<MaxTimes<V>> {
+  static constexpr bool exists = std::is_integral_v<V>;
+  static V value() { return std::numeric_limits<V>::lowest(); }
+};
+
+// Rows r0..r1 of C's values, C's columns given (cpos, ccrd). Products are added in the full
+// kernel's order (A's row in increasing k, each B row in order), so the values are the same
+// bit for bit. No test per product where the semiring has an exact identity.
+template <class S, class I, class V>
+void values_only_rows(const CsView<I, V>& A, const CsView<I, V>& B, const int64_t* __restrict cpos,
+                      const I* __restrict ccrd, V* __restrict out, int64_t r0, int64_t r1, DenseScratch<V>& ws) {
+  ws.ensure(B.inner);
+  V* __restrict acc = ws.vals.data();
+  const I* __restrict bc = B.crd;
+  const V* __restrict bv = B.val;
+  BRowPrefetch<I, V> ahead(A, B, r0);
+  for (int64_t i = r0; i < r1; ++i) {
+    ahead.before_row(i);
+    const int64_t c0 = cpos[i], c1 = cpos[i + 1];
+    if (c0 == c1) continue;
+    const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
+    if (a1 - a0 == 1) {  // B's row k times a: its columns, in its order
+      const V a = A.val[a0];
+      const V* __restrict row = bv + B.pos[A.crd[a0]];
+      for (int64_t t = 0; t < c1 - c0; ++t) out[c0 + t] = S::mul(a, row[t]);
+      continue;
+    }
+    if constexpr (ExactIdentity<S>::exists) {
+      const V e = ExactIdentity<S>::value();
+      for (int64_t t = c0; t < c1; ++t) acc[ccrd[t]] = e;
+      for (int64_t pa = a0; pa < a1; ++pa) {
+        const V a = A.val[pa];
+        const int64_t k = A.crd[pa];
+        for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) {
+          const I j = bc[pb];
+          acc[j] = S::add(acc[j], S::mul(a, bv[pb]));
+        }
+      }
+    } else {
+      const uint32_t st = ws.next();
+      uint32_t* __restrict mk = ws.marks.data();
+      for (int64_t pa = a0; pa < a1; ++pa) {
+        const V a = A.val[pa];
+        const int64_t k = A.crd[pa];
+        for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) {
+          const I j = bc[pb];
+          const V p = S::mul(a, bv[pb]);
+          if (mk[j] != st) {
+            mk[j] = st;
+            acc[j] = p;
+          } else {
+            acc[j] = S::add(acc[j], p);
+          }
+        }
+      }
+    }
+    for (int64_t t = c0; t < c1; ++t) out[t] = acc[ccrd[t]];
+  }
+}
+
+// C = A*B over the kept structure s: C shares s's position and coordinate arrays; its values
+// are allocated and computed here, rows split by s's per-row work on several threads.
+template <class S, class I, class V>
+Tensor values_only_typed(const Tensor& At, const Tensor& Bt, const SpgemmStructure& s, const Allocator& alloc,
+                         Workers& w) {
+  const auto A = cs_view<I, V>(At);
+  const auto B = cs_view<I, V>(Bt);
+  const Tensor& P = s.pattern;
+  const int64_t nnz = P.nnz();
+  alloc.charge(estimate_bytes(nnz, sizeof(V)), [&] { return cat("the values of a ", P.describe()); });
+  Tensor C = P;
+  C.value_type = At.value_type;
+  C.values = Buffer::allocate_array(alloc, nnz, sizeof(V));
+  V* out = C.values.as_mut<V>();
+  const int64_t* cpos = P.levels[1].pos.as<int64_t>();
+  const I* ccrd = P.levels[1].crd.as<I>();
+  absl::Cleanup trim = [] { dense_scratch<V>().trim(); };
+  if (w.threads > 1) {
+    w.run(partition_by_prefix(s.work.data(), A.outer, w, "multiplies per row (kept structure)"),
+          [&](int64_t r0, int64_t r1) { values_only_rows<S>(A, B, cpos, ccrd, out, r0, r1, dense_scratch<V>()); });
+  } else {
+    values_only_rows<S>(A, B, cpos, ccrd, out, 0, A.outer, dense_scratch<V>());
+  }
+  return C;
+}
+
+// ------------------------------------------------------------------------------------------
 // Masked products.
 
 template <class I> CsView<I, uint8_t> mask_view(const Tensor& M) {

@@ -45,6 +45,7 @@
 #include "kernels/operand_csc.hpp"
 #include "kernels/schedule.hpp"
 #include "kernels/spgemm_gustavson.hpp"
+#include "kernels/spgemm_structure.hpp"
 #include "src/convert.hpp"
 #include "src/derived_forms.hpp"
 #include "src/error.hpp"
@@ -76,6 +77,14 @@ bool fits_l2(int64_t cols, ValueType vt) {
 }
 
 
+// A Gustavson plan's state: the dense accumulator's row loop, timed over its executions, and
+// the product's structure kept for executions on operands of the same structure
+// (kernels/spgemm_structure.hpp). Members are mutable: executions share the state.
+struct GustavsonPlanState {
+  TimedChoice loop;
+  mutable KeptStructureSlot kept;
+};
+
 class GustavsonSpgemm final : public ScheduleImpl {
  public:
   explicit GustavsonSpgemm(SpgemmAccumulator kind) : kind_(kind) {}
@@ -103,22 +112,58 @@ class GustavsonSpgemm final : public ScheduleImpl {
     return Costing::yes(t, kind_ == SpgemmAccumulator::Hash ? "row-wise, hash accumulator sized from row flops"
                                                             : "row-wise, dense accumulator (sort or scan per row)");
   }
-  // The plan's choice of the dense accumulator's row loop, timed over its executions (the
-  // hash accumulator has one loop).
   std::shared_ptr<const void> prepare(const PlanInputs&, std::string* source, double* build_ms) const override {
     *source = "built-in";
     *build_ms = 0;
-    if (kind_ == SpgemmAccumulator::Hash) return nullptr;
-    return std::make_shared<TimedChoice>();
+    return std::make_shared<GustavsonPlanState>();
   }
+  // With a kept structure that fits the operands, only the values are computed. Otherwise the
+  // whole product; from the second such execution on, its structure is kept (a one-off
+  // product, e.g. a drop-in call, keeps nothing).
   Tensor run(const ExecInputs& in) const override {
     const auto& ops = in.prepared.operands;
-    return spgemm_gustavson(ops[0], ops[1], in.req.options.semiring, in.req.options.dense_output != 0, kind_,
-                            in.ctx.allocator, workers_of(in), static_cast<const TimedChoice*>(in.state));
+    const auto* st = static_cast<const GustavsonPlanState*>(in.state);
+    const sj_op_options& o = in.req.options;
+    const bool keeps = st && !o.dense_output && !o.recompute_structure;
+    if (keeps) {
+      if (auto s = st->kept.match(ops[0], ops[1])) {
+        st->kept.values_only.fetch_add(1, std::memory_order_relaxed);
+        return spgemm_values_only(ops[0], ops[1], *s, o.semiring, in.ctx.allocator, workers_of(in));
+      }
+    }
+    Tensor C = spgemm_gustavson(ops[0], ops[1], o.semiring, o.dense_output != 0, kind_, in.ctx.allocator,
+                                workers_of(in), st && kind_ == SpgemmAccumulator::Dense ? &st->loop : nullptr);
+    if (keeps) {
+      const int64_t n = st->kept.full.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (n >= 2) {
+        try {
+          if (auto s = keep_spgemm_structure(ops[0], ops[1], C, in.ctx.allocator, n)) st->kept.keep(std::move(s));
+        } catch (const Error&) {  // out of memory for the copies: the result stands, nothing is kept
+        }
+      }
+    }
+    return C;
   }
   std::string describe_state(const void* state) const override {
     if (!state) return "";
-    const TimedChoice::Snapshot s = static_cast<const TimedChoice*>(state)->snapshot();
+    const auto& ps = *static_cast<const GustavsonPlanState*>(state);
+    std::string kept = describe_kept(ps.kept);
+    if (kind_ == SpgemmAccumulator::Hash) return kept;
+    std::string loop = describe_loop(ps.loop);
+    return kept.empty() ? loop : loop.empty() ? kept : cat(loop, "; ", kept);
+  }
+
+ private:
+  static std::string describe_kept(const KeptStructureSlot& k) {
+    const auto s = k.current();
+    const int64_t only = k.values_only.load(std::memory_order_relaxed);
+    if (!s) return "";
+    return cat("structure kept from execution ", s->kept_at, " that computed it (", s->pattern.nnz(), " entries, ",
+               s->bytes() >> 10, " KiB held); ", only,
+               " execution(s) on operands of the same structure computed only the values");
+  }
+  static std::string describe_loop(const TimedChoice& loop) {
+    const TimedChoice::Snapshot s = loop.snapshot();
     static constexpr const char* kLoop[2] = {"branchy", "branch-free"};
     if (s.settled >= 0 && s.trials_done == TimedChoice::kTrials)
       return cat("dense accumulator row loop: ", kLoop[s.settled], ", the faster over ", TimedChoice::kTrials,

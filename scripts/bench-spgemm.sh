@@ -3,6 +3,9 @@
 # runs it over ../shared/data/matrices and the synthetic matrices, and prints one table: per
 # matrix the steady-state times (ms, median), ours / fastest peer, ours / each peer, and the
 # geometric means. Single thread. Takes ~5-10 minutes (less with --no-large).
+# "ours" is a kept plan, which from its third execution on computes only the values over the
+# structure it kept; the summary also gives ours with options.recompute_structure (every
+# execution computes the structure, as every peer does).
 #
 #   scripts/bench-spgemm.sh [--no-large] [--filter SUBSTR]   (extra arguments go to the bench)
 #   BUILD=/tmp/build-spgemm   build folder (configured Release if new)
@@ -34,8 +37,9 @@ def num(x):
         return None
 print(f"{'matrix':22} {'flops':>10} {'out nnz':>9} {'schedule':16} {'ours 1st':>9} {'ours':>9} "
       f"{'CXSparse':>9} {'Eigen':>9} {'GraphBLAS':>9} {'ours/best':>9} {'/CX':>6} {'/Eig':>6} {'/GrB':>6}  check")
-logs = {"best": [], "cxsparse_ms": [], "eigen_ms": [], "graphblas_ms": [], "first": []}
-over_1ms = []  # (name, first / steady, inspect / steady) of the problems over 1 ms
+logs = {"best": [], "cxsparse_ms": [], "eigen_ms": [], "graphblas_ms": [], "first": [], "recompute_best": [],
+        "recompute_cxsparse_ms": [], "first_values_only": []}
+over_1ms = []  # (name, first / steady, inspect / steady, first / values-only steady) of the problems over 1 ms
 peer_first = []  # log(first / steady) of the fastest peer on those problems
 wins = 0
 bad = 0
@@ -49,10 +53,20 @@ for r in data:
         logs["best"].append(math.log(ratio)); wins += ratio < 1
     for k, _ in peers:
         if ours and p[k]: logs[k].append(math.log(ours / p[k]))
-    if ours and first: logs["first"].append(math.log(first / ours))
+    # Ours recomputing the structure on every execution (options.recompute_structure), as the
+    # peers do; the default plan computes only the values from its third execution on.
+    rec = num(r[col["ours_recompute_ms"]]) if "ours_recompute_ms" in col else None
+    if rec and best: logs["recompute_best"].append(math.log(rec / best))
+    if rec and p["cxsparse_ms"]: logs["recompute_cxsparse_ms"].append(math.log(rec / p["cxsparse_ms"]))
+    # The first call computes the whole product, structure included: it is compared with the
+    # steady state of the same work (the plan recomputing the structure), and inspection with
+    # the kernel it chooses for; the values-only steady state is reported beside it.
+    base = rec or ours
+    if base and first: logs["first"].append(math.log(first / base))
+    if ours and first: logs["first_values_only"].append(math.log(first / ours))
     insp = num(r[col["ours_inspect_ms"]]) if "ours_inspect_ms" in col else None
-    if ours and first and ours > 1:
-        over_1ms.append((r[0], first / ours, insp / ours if insp else None))
+    if base and first and base > 1:
+        over_1ms.append((r[0], first / base, insp / base if insp else None, first / ours if ours else None))
         k = min((k for k, _ in peers if p[k]), key=lambda k: p[k], default=None)
         pf = num(r[col[k.replace("_ms", "_first_ms")]]) if k and k.replace("_ms", "_first_ms") in col else None
         if pf: peer_first.append(math.log(pf / p[k]))
@@ -70,12 +84,21 @@ print(f"geometric mean over {n} matrices, ours / fastest peer: {gm(logs['best'])
 for k, name in peers:
     if logs[k]:
         print(f"  ours / {name:9}: {gm(logs[k]):.3f}  (speed-up {1 / gm(logs[k]):.3f}x)")
-print(f"  first call / steady state (ours): {gm(logs['first']):.2f}")
+if logs["recompute_best"]:
+    print(f"  ours recomputing the structure every execution (recompute_structure) / fastest peer: "
+          f"{gm(logs['recompute_best']):.3f}  (speed-up {1 / gm(logs['recompute_best']):.3f}x; "
+          f"/ CXSparse {gm(logs['recompute_cxsparse_ms']):.3f})")
+print(f"  first call / steady state (ours, structure recomputed): {gm(logs['first']):.2f}"
+      + (f"; / the values-only steady state: {gm(logs['first_values_only']):.2f}" if logs["first_values_only"] else ""))
 if over_1ms:
     fr = [x[1] for x in over_1ms]
     print(f"  problems over 1 ms ({len(over_1ms)}): first call / steady geometric mean "
           f"{gm([math.log(x) for x in fr]):.2f}, max {max(fr):.2f} ({max(over_1ms, key=lambda x: x[1])[0]}); "
           f"within 1.5x on {sum(x <= 1.5 for x in fr)} of {len(fr)}")
+    fv = [x[3] for x in over_1ms if x[3]]
+    if fv:
+        print(f"    against the values-only steady state: geometric mean {gm([math.log(x) for x in fv]):.2f}, "
+              f"within 1.5x on {sum(x <= 1.5 for x in fv)} of {len(fv)}")
     if peer_first:
         # A first call also faults in fresh memory for its result, which costs every library
         # alike (on this VM up to ~15 us per 4 KiB page); the fastest peer's own ratio shows it.

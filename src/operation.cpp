@@ -23,6 +23,7 @@ sj_op_options default_options() {
   o.output_index_type = -1;
   o.method = SJ_METHOD_AUTO;
   o.calibrate = 0;
+  o.recompute_structure = 0;
   return o;
 }
 

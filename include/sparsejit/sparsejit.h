@@ -359,6 +359,13 @@ typedef struct sj_op_options {
                              schedules on a sample of rows and keep the fastest; the decision
                              is remembered per statistics bucket (in memory and in the cache
                              folder) and used by later plans of that bucket. Default 0. */
+  int recompute_structure; /* SpGEMM plans: by default a plan keeps the structure of its
+                             product from its second execution on, and later executions on
+                             operands of the same structure (positions and coordinates
+                             equal, values free to differ) compute only the values, into
+                             results that share the kept position and coordinate arrays.
+                             Nonzero: every execution computes the structure, and nothing is
+                             kept. Default 0. */
 } sj_op_options;
 
 /* Fills *options (a struct the caller owns) with the defaults. Errors: SJ_ERR_NULL_POINTER.
@@ -407,13 +414,20 @@ typedef struct sj_plan sj_plan;
  * SpGEMM A,B; masked M,A,B; SpMSpV A,x; SpMV A,x; ewise A,B; transpose A) with `options`
  * (NULL: defaults; see sj_op_options). The plan keeps no reference to the operands'
  * values; it records their shapes, formats and types, which later executions must match.
+ * A SpGEMM plan also keeps, from its second execution on, the structure of its product and
+ * of the operands it came from (references to arrays the library owns, copies of borrowed
+ * ones; at most 256 MiB, a quarter of the memory cap), until it is destroyed or a later
+ * execution replaces it (see sj_op_options.recompute_structure).
  * *out receives a plan owned by the caller (sj_plan_destroy). Errors: as the operations, and
  * SJ_ERR_INVALID_ARGUMENT for an unknown op or a wrong operand count. Thread-safe. */
 SJ_API sj_status sj_plan_create(sj_context *ctx, sj_op op, const sj_tensor *const *operands,
                                 int n_operands, const sj_op_options *options, sj_plan **out);
 /* Executes a plan on n_operands operands that match the planned ones (same shapes, formats and
  * types; values and, for sparse operands, coordinates may change). *result receives a new
- * tensor owned by the caller whose arrays come from the context's allocator. Errors:
+ * tensor owned by the caller whose arrays come from the context's allocator. A SpGEMM plan
+ * whose operands have exactly the structure of the ones its kept structure came from
+ * computes only the values; that result shares the kept, read-only position and coordinate
+ * arrays (they live as long as any result or the plan refers to them). Errors:
  * SJ_ERR_NULL_POINTER; SJ_ERR_INVALID_ARGUMENT (operand count); SJ_ERR_SHAPE_MISMATCH (an
  * operand unlike the planned one); SJ_ERR_OUT_OF_MEMORY. A plan may be executed from many
  * threads at once. */

@@ -207,7 +207,7 @@ def _as_tensor(m, ctx):
 
 def _options(semiring="plus_times", schedule="auto", isa="auto", vector_width=0, phases="", threads=0,
              dense_output=False, transpose_a=False, transpose_b=False, output_index_type=None, method="auto",
-             calibrate=False):
+             calibrate=False, recompute_structure=False):
     scratch = ctypes.create_string_buffer(_lib.INIT_SCRATCH)
     check(_lib.sj_op_options_init(scratch))
     o = _lib.OpOptions.from_buffer_copy(scratch.raw[:ctypes.sizeof(_lib.OpOptions)])
@@ -216,6 +216,8 @@ def _options(semiring="plus_times", schedule="auto", isa="auto", vector_width=0,
     o.struct_size = min(library_size, ctypes.sizeof(_lib.OpOptions))
     if calibrate and library_size <= _lib.OpOptions.calibrate.offset:
         raise ValueError("this libsparsejit has no calibrate option")
+    if recompute_structure and library_size <= _lib.OpOptions.recompute_structure.offset:
+        raise ValueError("this libsparsejit has no recompute_structure option")
 
     def pick(table, value, what):
         if isinstance(value, str):
@@ -237,6 +239,8 @@ def _options(semiring="plus_times", schedule="auto", isa="auto", vector_width=0,
     o.transpose_a = int(bool(transpose_a))
     o.transpose_b = int(bool(transpose_b))
     o.calibrate = int(bool(calibrate))
+    if o.struct_size > _lib.OpOptions.recompute_structure.offset:
+        o.recompute_structure = int(bool(recompute_structure))
     if output_index_type is None:
         o.output_index_type = -1
     else:

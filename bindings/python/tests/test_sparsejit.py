@@ -58,8 +58,10 @@ class Binding(unittest.TestCase):
             scratch = ctypes.create_string_buffer(_lib.INIT_SCRATCH)
             self.assertEqual(init(scratch), 0)
             size = ctypes.c_uint32.from_buffer(scratch).value
-            # sj_op_options may predate its `calibrate` field; anything else is drift.
-            known = {ctypes.sizeof(cls)} | ({cls.calibrate.offset} if cls is _lib.OpOptions else set())
+            # sj_op_options may predate its `calibrate` and `recompute_structure` fields;
+            # anything else is drift.
+            known = {ctypes.sizeof(cls)} | ({cls.calibrate.offset, cls.recompute_structure.offset}
+                                            if cls is _lib.OpOptions else set())
             self.assertIn(size, known, f"{cls.__name__} no longer matches the header")
 
     def test_operations_against_scipy_on_random_matrices(self):
@@ -117,13 +119,22 @@ class Binding(unittest.TestCase):
     def test_plan_reuse_and_explain(self):
         A = random_csr(40, 40, 0.1, 10)
         plan = sparsejit.Plan("spgemm", A, A)
-        for seed in (11, 12):
+        for seed in (11, 12, 13, 14):
             A2 = A.copy()
             A2.data = np.random.default_rng(seed).integers(1, 4, A2.data.size).astype(np.float64)
             assert_same(self, plan.execute(A2, A2), A2 @ A2)
         info = plan.explain()
         self.assertEqual(info["op"], "spgemm")
         self.assertIn("chosen", info)
+        # New values over the same structure: from the third execution on only the values.
+        self.assertIn("2 execution(s) on operands of the same structure computed only the values", info["kernel"]["variant"])
+        # Another structure is recomputed; recompute_structure keeps nothing.
+        B = random_csr(40, 40, 0.1, 15)
+        assert_same(self, plan.execute(B, B), B @ B)
+        fresh = sparsejit.Plan("spgemm", A, A, recompute_structure=True)
+        for _ in range(3):
+            assert_same(self, fresh.execute(A, A), A @ A)
+        self.assertNotIn("structure kept", fresh.explain()["kernel"].get("variant", ""))
         text = sparsejit.explain("spgemm", A, A, schedule="reference")
         self.assertIn("chosen: reference", text)
 

@@ -79,6 +79,16 @@ impl OpOptions {
         self.raw.calibrate = on as i32;
         self
     }
+    /// SpGEMM plans: recompute the product's structure on every execution instead of keeping
+    /// it for executions on operands of the same structure (ignored by a library that
+    /// predates the option).
+    pub fn recompute_structure(mut self, on: bool) -> Self {
+        // The last field: present when the library's struct reaches its end.
+        if self.raw.struct_size as usize >= size_of::<sys::sj_op_options>() {
+            self.raw.recompute_structure = on as i32;
+        }
+        self
+    }
     /// The coordinate type of sparse results: `Some(false)` i32, `Some(true)` i64, None like the inputs.
     pub fn output_index_i64(mut self, wide: Option<bool>) -> Self {
         self.raw.output_index_type = match wide {

@@ -83,6 +83,7 @@ pub struct sj_op_options {
     pub output_index_type: c_int,
     pub method: c_int,
     pub calibrate: c_int,
+    pub recompute_structure: c_int,
 }
 
 #[repr(C)]

@@ -37,6 +37,17 @@ fn spgemm_matches_the_hand_computed_product() {
         assert_eq!(r.crd_i64(), vec![0, 1]);
         assert_eq!(r.values_f64(), vec![9.0, 3.0]);
     }
+    // Repeated executions (the plan keeps the product's structure from its second on), and
+    // with recompute_structure: the same result every time.
+    for recompute in [false, true] {
+        let plan = Plan::new(&ctx, Op::Spgemm, &[&a, &b], &OpOptions::new().recompute_structure(recompute)).unwrap();
+        for _ in 0..4 {
+            let r = plan.execute_owned(&[&a, &b]).unwrap();
+            assert_eq!(r.pos, vec![0, 1, 2]);
+            assert_eq!(r.crd_i64(), vec![0, 1]);
+            assert_eq!(r.values_f64(), vec![9.0, 3.0]);
+        }
+    }
 }
 
 #[test]
@@ -160,10 +171,11 @@ fn declared_structs_match_the_library() {
     assert_eq!(scratch[0] as u32 as usize, std::mem::size_of::<sparsejit::sys::sj_config>(), "sj_config drifted");
     let mut scratch = [0u64; 128];
     unsafe { sparsejit::sys::sj_op_options_init(scratch.as_mut_ptr() as *mut sparsejit::sys::sj_op_options) };
-    // sj_op_options may predate its last field, `calibrate` (4 bytes); anything else is drift.
+    // sj_op_options may predate its last fields, `calibrate` and `recompute_structure` (4
+    // bytes each); anything else is drift.
     let full = std::mem::size_of::<sparsejit::sys::sj_op_options>();
     let lib = scratch[0] as u32 as usize;
-    assert!(lib == full || lib == full - 4, "sj_op_options drifted: library {lib}, declared {full}");
+    assert!(lib == full || lib == full - 4 || lib == full - 8, "sj_op_options drifted: library {lib}, declared {full}");
     assert!(Context::version().starts_with("0."));
 }
 
