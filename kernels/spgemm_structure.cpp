@@ -1,11 +1,11 @@
 // The structure of a SpGEMM product kept by a plan (see spgemm_structure.hpp).
 #include "kernels/spgemm_structure.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/spgemm_gustavson.hpp"
 #include "src/derived_forms.hpp"
-#include "src/dispatch.hpp"
 
 namespace sj {
 
@@ -47,8 +47,10 @@ bool OperandStructure::same_as(const Tensor& t) const {
     // The same live handle (an owner-equal weak pointer cannot outlive into another handle).
     if (t.derived && !handle_.owner_before(t.derived) && !t.derived.owner_before(handle_)) return true;
   }
+  // (No memcmp of zero bytes: an empty array may be null, which memcmp must not be given.)
+  const size_t crd_bytes = static_cast<size_t>(nnz_) * index_size(index_type_);
   return std::memcmp(pos_.data(), lv.pos.data(), pos_bytes(outer_)) == 0 &&
-         std::memcmp(crd_.data(), lv.crd.data(), static_cast<size_t>(nnz_) * index_size(index_type_)) == 0;
+         (crd_bytes == 0 || std::memcmp(crd_.data(), lv.crd.data(), crd_bytes) == 0);
 }
 
 size_t SpgemmStructure::bytes() const {
