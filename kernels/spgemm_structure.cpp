@@ -38,8 +38,9 @@ OperandStructure OperandStructure::record(const Tensor& t, const Allocator& allo
 }
 
 bool OperandStructure::same_as(const Tensor& t) const {
-  if (t.order != 2 || t.levels.size() < 2 || t.level_dim(0) != outer_ || t.level_dim(1) != inner_ ||
-      t.index_type != index_type_ || t.nnz() != nnz_)
+  // Equal positions imply an equal entry count (pos[outer]), so the count is not compared.
+  if (t.order != 2 || t.levels.size() < 2 || t.index_type != index_type_ || t.level_dim(0) != outer_ ||
+      t.level_dim(1) != inner_)
     return false;
   const Level& lv = compressed(t);
   if (lv.pos.data() == given_pos_ && lv.crd.data() == given_crd_) {
