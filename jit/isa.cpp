@@ -4,8 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
-#include <cstdlib>
+#include <optional>
 #include <string>
+#include <string_view>
+
+#include "src/environment.hpp"
 
 namespace sj::jit {
 
@@ -61,12 +64,11 @@ sj_isa resolve_isa(sj_isa requested) {
 
 sj_isa default_isa() {
   static const sj_isa isa = [] {
-    const char* env = std::getenv("SPARSEJIT_ISA");
-    if (!env || !*env) return best_host_isa();
-    std::optional<sj_isa> asked = parse_isa_name(env);
+    const std::optional<std::string_view> env = env::value("SPARSEJIT_ISA");
+    if (!env) return best_host_isa();
+    std::optional<sj_isa> asked = parse_isa_name(*env);
     if (!asked) {
-      spdlog::warn("sparsejit: SPARSEJIT_ISA='{}' is not one of auto|avx512|avx2|scalar; using auto",
-                   env);
+      env::report_bad("SPARSEJIT_ISA", *env, "one of auto|avx512|avx2|scalar", "auto");
       return best_host_isa();
     }
     if (*asked == SJ_ISA_AUTO) return best_host_isa();

@@ -2,14 +2,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
+#include <string>
 
 #include "cache/kernel_key.hpp"
 #include "cache/persistent_store.hpp"
 #include "jit/isa.hpp"
 #include "kernels/einsum_output.hpp"
+#include "src/environment.hpp"
 #include "src/error.hpp"
 
 #include "llvm/ExecutionEngine/ObjectCache.h"
@@ -72,11 +77,16 @@ SimdLane choose_lane(const EinsumKernelSpec& spec) {
   const bool vp2i = avx512 && host_features().vp2intersect;
   l.width = vp2i ? (i64c ? 8 : 16) : (i64c ? 4 : 8);
   l.native = vp2i;
-  if (const char* env = std::getenv("SPARSEJIT_EINSUM_LANE")) {
-    std::string v = env;
+  if (const std::optional<std::string_view> env = env::value("SPARSEJIT_EINSUM_LANE")) {
+    const std::string v(*env);
     if (v == "off") return SimdLane{};
-    unsigned w = v.size() >= 2 && v[0] == 'w' ? static_cast<unsigned>(std::atoi(v.c_str() + 1)) : 0;
-    const bool native = !v.empty() && v.back() == 'n';
+    static const std::set<std::string> kNames = {"w4", "w4n", "w4b", "w8", "w8n", "w8b", "w16", "w16n", "w16b"};
+    if (!kNames.contains(v)) {
+      env::report_bad("SPARSEJIT_EINSUM_LANE", v, "off, or w4|w8|w16 with an optional n or b", "the default lane");
+      return l;
+    }
+    unsigned w = static_cast<unsigned>(std::atoi(v.c_str() + 1));
+    const bool native = v.back() == 'n';
     const unsigned bits = w * (i64c ? 64 : 32);
     if ((w == 4 || w == 8 || w == 16) && (bits == 256 || (bits == 512 && avx512) || (bits == 128 && !native)) &&
         (!native || vp2i)) {

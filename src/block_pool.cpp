@@ -2,12 +2,17 @@
 
 #include <atomic>
 #include <bit>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <iterator>
 #include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "src/environment.hpp"
 #include "src/huge_pages.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)  // GCC
@@ -31,11 +36,16 @@ namespace {
 
 size_t limit_from_environment() {
   constexpr size_t kDefaultMb = 256;
-  const char* env = std::getenv("SPARSEJIT_POOL_MB");
-  if (!env || !*env) return kDefaultMb << 20;
+  const std::optional<std::string_view> v = env::value("SPARSEJIT_POOL_MB");
+  if (!v) return kDefaultMb << 20;
+  const std::string text(*v);
   char* end = nullptr;
-  const unsigned long long mb = std::strtoull(env, &end, 10);
-  if (*end != '\0' || mb > (std::numeric_limits<size_t>::max() >> 20)) return kDefaultMb << 20;
+  errno = 0;
+  const unsigned long long mb = std::strtoull(text.c_str(), &end, 10);
+  if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno == ERANGE || mb > (std::numeric_limits<size_t>::max() >> 20)) {
+    env::report_bad("SPARSEJIT_POOL_MB", *v, "a whole number of MiB", "256");
+    return kDefaultMb << 20;
+  }
   return static_cast<size_t>(mb) << 20;
 }
 

@@ -2,19 +2,20 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 
 #include <sys/mman.h>
+
+#include "src/environment.hpp"
 
 namespace sj {
 namespace {
 
 HugePagePolicy policy_from_environment() {
-  const char* env = std::getenv("SPARSEJIT_HUGE_PAGES");
-  if (env && std::strcmp(env, "on") == 0) return HugePagePolicy::kOn;
-  if (env && std::strcmp(env, "off") == 0) return HugePagePolicy::kOff;
-  return HugePagePolicy::kAuto;
+  switch (env::choice("SPARSEJIT_HUGE_PAGES", {"auto", "on", "off"}, "auto").value_or(0)) {
+    case 1: return HugePagePolicy::kOn;
+    case 2: return HugePagePolicy::kOff;
+    default: return HugePagePolicy::kAuto;
+  }
 }
 
 std::atomic<HugePagePolicy>& policy() {

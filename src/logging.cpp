@@ -1,11 +1,12 @@
 #include "src/logging.hpp"
 
-#include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "spdlog/details/null_mutex.h"
+#include "src/environment.hpp"
 #include "spdlog/sinks/base_sink.h"
 #include "spdlog/sinks/stdout_sinks.h"
 
@@ -55,16 +56,11 @@ class CallbackSink : public spdlog::sinks::base_sink<std::mutex> {
 }  // namespace
 
 sj_log_level log_level_from_env(sj_log_level fallback) {
-  const char* env = std::getenv("SPARSEJIT_LOG");
-  if (!env) return fallback;
-  std::string v(env);
-  if (v == "trace") return SJ_LOG_TRACE;
-  if (v == "debug") return SJ_LOG_DEBUG;
-  if (v == "info") return SJ_LOG_INFO;
-  if (v == "warn" || v == "warning") return SJ_LOG_WARN;
-  if (v == "error") return SJ_LOG_ERROR;
-  if (v == "off") return SJ_LOG_OFF;
-  return fallback;
+  static constexpr sj_log_level kLevels[] = {SJ_LOG_TRACE, SJ_LOG_DEBUG, SJ_LOG_INFO, SJ_LOG_WARN,
+                                             SJ_LOG_WARN,  SJ_LOG_ERROR, SJ_LOG_OFF};
+  const std::optional<size_t> i = env::choice(
+      "SPARSEJIT_LOG", {"trace", "debug", "info", "warn", "warning", "error", "off"}, "the configured level");
+  return i ? kLevels[*i] : fallback;
 }
 
 std::shared_ptr<spdlog::logger> make_logger(sj_log_level level, sj_log_callback callback, void* user) {

@@ -11,7 +11,8 @@ namespace sj {
 
 std::shared_ptr<spdlog::logger> make_logger(sj_log_level level, sj_log_callback callback, void* user);
 
-// The level SPARSEJIT_LOG asks for, or `fallback` when it is unset or unknown.
+// The level SPARSEJIT_LOG asks for, or `fallback` when it is unset or unknown (reported once,
+// src/environment.hpp).
 sj_log_level log_level_from_env(sj_log_level fallback);
 
 // Logger for code that runs without a context (JIT fallbacks, cache warnings). Its messages

@@ -1,16 +1,16 @@
 #include "src/work_partition.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
+
+#include "src/environment.hpp"
 
 namespace sj {
 
 ParallelTuning& parallel_tuning() {
   static ParallelTuning* t = [] {
     auto* p = new ParallelTuning;
-    const char* m = std::getenv("SPARSEJIT_PARTITION");
-    if (m && std::strcmp(m, "static") == 0) p->mode = static_cast<int>(PartitionMode::StaticRows);
+    if (env::choice("SPARSEJIT_PARTITION", {"dynamic", "static"}, "dynamic") == 1)
+      p->mode = static_cast<int>(PartitionMode::StaticRows);
     return p;
   }();
   return *t;

@@ -21,9 +21,9 @@ struct Result {
   std::string out;
 };
 
-// Runs the CLI with `args` (stderr folded into the output).
-Result run_cli(const std::string& args) {
-  std::string cmd = std::string(SPARSEJIT_CLI_PATH) + " " + args + " 2>&1";
+// Runs the CLI with `args` (stderr folded into the output), with `env` ("NAME=value ...") set.
+Result run_cli(const std::string& args, const std::string& env = "") {
+  std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(SPARSEJIT_CLI_PATH) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, ""};
   std::string out;
@@ -93,6 +93,38 @@ TEST(Cli, BadArgumentsAreClearErrors) {
   r = run_cli("run spgemm " + repo("lp_afiro.mtx") + " " + repo("karate.mtx"));
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("SJ_ERR_SHAPE_MISMATCH"), std::string::npos) << r.out;
+}
+
+// A library environment variable set to a value it does not take is reported once on stderr,
+// naming it, what it takes and what applies instead, and the run goes on with the default;
+// accepted values print nothing (the variables are read once per process: one child each).
+TEST(Cli, EnvironmentMistakesAreReported) {
+  // cage8: its product (55k entries) takes blocks over 512 KiB, where huge pages are decided.
+  const std::string args = "run spgemm " + repo("cage8.mtx") + " --repeat 2 --csv";
+  const std::pair<std::string, std::string> bad[] = {
+      {"SPARSEJIT_HUGE_PAGES=yes", "SPARSEJIT_HUGE_PAGES='yes' is not one of auto|on|off; using auto"},
+      {"SPARSEJIT_POOL_MB=lots", "SPARSEJIT_POOL_MB='lots' is not a whole number of MiB; using 256"},
+      {"SPARSEJIT_POOL_MB=-1", "SPARSEJIT_POOL_MB='-1' is not a whole number of MiB"},
+      {"SPARSEJIT_POOL_MB=99999999999999999999", "is not a whole number of MiB"},
+      {"SPARSEJIT_PARTITION=stat", "SPARSEJIT_PARTITION='stat' is not one of dynamic|static; using dynamic"},
+      {"SPARSEJIT_LOG=verbose", "SPARSEJIT_LOG='verbose' is not one of trace|debug|info|warn|warning|error|off"},
+      {"SPARSEJIT_ISA=sse4", "SPARSEJIT_ISA='sse4' is not one of auto|avx512|avx2|scalar; using auto"},
+  };
+  for (const auto& [env, message] : bad) {
+    Result r = run_cli(args, env);
+    EXPECT_EQ(r.status, 0) << env << "\n" << r.out;
+    EXPECT_NE(r.out.find("sparsejit [warning] "), std::string::npos) << env << "\n" << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << env << "\n" << r.out;
+    const size_t first = r.out.find("[warning]");
+    EXPECT_EQ(r.out.find("[warning]", first + 1), std::string::npos) << "reported once: " << env << "\n" << r.out;
+    EXPECT_NE(r.out.find("spgemm,"), std::string::npos) << "the run went on: " << env << "\n" << r.out;
+  }
+  for (const char* env : {"SPARSEJIT_HUGE_PAGES=off", "SPARSEJIT_POOL_MB=0", "SPARSEJIT_PARTITION=static",
+                          "SPARSEJIT_LOG=error", "SPARSEJIT_ISA=scalar", "SPARSEJIT_HUGE_PAGES="}) {
+    Result r = run_cli(args, env);
+    EXPECT_EQ(r.status, 0) << env << "\n" << r.out;
+    EXPECT_EQ(r.out.find("[warning]"), std::string::npos) << env << "\n" << r.out;
+  }
 }
 
 TEST(Cli, InspectAndConvert) {
