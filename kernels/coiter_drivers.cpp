@@ -25,10 +25,6 @@
 namespace sj::kernels {
 namespace {
 
-template <class I> constexpr IndexType index_of() { return sizeof(I) == 4 ? IndexType::I32 : IndexType::I64; }
-template <class V> constexpr ValueType value_of() {
-  return std::is_same_v<V, float> ? ValueType::F32 : std::is_same_v<V, double> ? ValueType::F64 : ValueType::Bool;
-}
 
 // Trims a pair whose coordinate ranges overlap (both non-empty) to the overlap: the first
 // sa entries of a and sb of b are dropped, na and nb become the lengths that remain.
@@ -145,8 +141,8 @@ std::shared_ptr<const CoiterKernels> build_kernels(const CoiterConfig& cfg, Inde
 template <class I, class V>
 const CoiterKernels& kernels_for(const CoiterConfig& cfg, sj_semiring semiring, bool with_emit,
                                  std::shared_ptr<const CoiterKernels>& hold) {
-  const IndexType it = index_of<I>();
-  const ValueType vt = value_of<V>();
+  const IndexType it = index_type_of<I>();
+  const ValueType vt = value_type_of<V>();
   const CoiterKernels* k = cfg.kernels.get();
   if (k && k->index == it && k->value == vt && k->semiring == semiring && k->with_emit == with_emit) return *k;
   hold = build_kernels(cfg, it, vt, semiring, with_emit);
@@ -317,7 +313,7 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg,
   const auto A = cs_view<I, V>(At);
   const auto B = cs_view<I, V>(Bt);  // CSC: outer = columns of B
   const int64_t rows = A.outer, cols = B.outer;
-  const ValueType vt = value_of<V>() == ValueType::Bool ? At.value_type : value_of<V>();
+  const ValueType vt = value_type_of<V>() == ValueType::Bool ? At.value_type : value_type_of<V>();
   if (dense_output) {
     int64_t dims[2] = {rows, cols};
     checked_elements(rows, cols);

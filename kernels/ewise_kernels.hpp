@@ -45,7 +45,7 @@ template <class I, class V> struct Out {
 template <class I, class V>
 Out<I, V> alloc_out(const Allocator& alloc, int64_t rows, int64_t cols, int64_t bound, ValueType vt) {
   Out<I, V> o;
-  o.t = make_compressed_matrix(alloc, true, rows, cols, bound, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
+  o.t = make_compressed_matrix(alloc, true, rows, cols, bound, index_type_of<I>(), vt);
   o.pos = o.t.levels[1].pos.template as_mut<int64_t>();
   o.crd = o.t.levels[1].crd.template as_mut<I>();
   o.val = o.t.values.template as_mut<V>();

@@ -25,8 +25,6 @@
 
 namespace sj {
 
-template <class I> constexpr IndexType index_type_of() { return sizeof(I) == 4 ? IndexType::I32 : IndexType::I64; }
-
 // The per-chunk pieces of a parallel sparse vector: carved out of one scratch array per kind
 // (taken by the calling thread from the pool, src/block_pool.hpp), each piece starting on its
 // own cache line. Pieces malloc'd and freed by each chunk went back to the top of the heap,

@@ -690,7 +690,7 @@ template <class S, class I, class V, class Acc, class Scratch>
 Tensor sparse_product(const CsView<I, V>& A, const CsView<I, V>& B, const Acc& acc, Scratch& ws,
                       const Allocator& alloc, ValueType vt) {
   const int64_t rows = A.outer, cols = B.inner;
-  const IndexType it = sizeof(I) == 4 ? IndexType::I32 : IndexType::I64;
+  const IndexType it = index_type_of<I>();
   constexpr int entry = sizeof(I) + sizeof(V);
   int64_t ub = total_flops(A, B);
   if (ub > kFlopsBoundBytes / entry || !use_upper_bound(ub, entry, rows, alloc)) ub = output_upper_bound(A, B);

@@ -123,7 +123,7 @@ template <class I, class V>
 Tensor to_tensor(const Allocator& alloc, bool csr, const CsResult<I, V>& r, ValueType vt) {
   const int64_t nnz = static_cast<int64_t>(r.crd.size());
   Tensor t = make_compressed_matrix(alloc, csr, csr ? r.outer : r.inner, csr ? r.inner : r.outer,
-                                    nnz, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
+                                    nnz, index_type_of<I>(), vt);
   std::memcpy(t.levels[1].pos.mutable_data(), r.pos.data(), sizeof(int64_t) * (r.outer + 1));
   if (nnz) {
     std::memcpy(t.levels[1].crd.mutable_data(), r.crd.data(), sizeof(I) * nnz);
@@ -134,7 +134,7 @@ Tensor to_tensor(const Allocator& alloc, bool csr, const CsResult<I, V>& r, Valu
 template <class I, class V>
 Tensor to_tensor(const Allocator& alloc, const SpVecResult<I, V>& r, ValueType vt) {
   const int64_t nnz = static_cast<int64_t>(r.idx.size());
-  Tensor t = make_sparse_vector(alloc, r.n, nnz, sizeof(I) == 4 ? IndexType::I32 : IndexType::I64, vt);
+  Tensor t = make_sparse_vector(alloc, r.n, nnz, index_type_of<I>(), vt);
   if (nnz) {
     std::memcpy(t.levels[0].crd.mutable_data(), r.idx.data(), sizeof(I) * nnz);
     std::memcpy(t.values.mutable_data(), r.val.data(), sizeof(V) * nnz);

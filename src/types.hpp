@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 #include "sparsejit/sparsejit.h"
 
@@ -20,6 +21,16 @@ using Isa = sj_isa;
 using OpKind = sj_op;
 
 inline int index_size(IndexType t) { return t == IndexType::I32 ? 4 : 8; }
+// The IndexType of a kernel's coordinate type (int32_t or int64_t).
+template <class I> constexpr IndexType index_type_of() {
+  static_assert(sizeof(I) == 4 || sizeof(I) == 8, "coordinates are 32- or 64-bit");
+  return sizeof(I) == 4 ? IndexType::I32 : IndexType::I64;
+}
+// The ValueType of a kernel's value type (float, double, or uint8_t for bool).
+template <class V> constexpr ValueType value_type_of() {
+  static_assert(std::is_same_v<V, float> || std::is_same_v<V, double> || std::is_same_v<V, uint8_t>);
+  return std::is_same_v<V, float> ? ValueType::F32 : std::is_same_v<V, double> ? ValueType::F64 : ValueType::Bool;
+}
 inline int value_size(ValueType t) { return t == ValueType::F32 ? 4 : t == ValueType::F64 ? 8 : 1; }
 
 std::string_view to_string(LevelKind k);
