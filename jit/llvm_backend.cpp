@@ -2,13 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
-#include <string>
 
 #include "cache/kernel_key.hpp"
 #include "cache/persistent_store.hpp"
@@ -77,19 +74,15 @@ SimdLane choose_lane(const EinsumKernelSpec& spec) {
   const bool vp2i = avx512 && host_features().vp2intersect;
   l.width = vp2i ? (i64c ? 8 : 16) : (i64c ? 4 : 8);
   l.native = vp2i;
-  if (const std::optional<std::string_view> env = env::value("SPARSEJIT_EINSUM_LANE")) {
-    const std::string v(*env);
-    if (v == "off") return SimdLane{};
-    static const std::set<std::string> kNames = {"w4", "w4n", "w4b", "w8", "w8n", "w8b", "w16", "w16n", "w16b"};
-    if (!kNames.contains(v)) {
-      env::report_bad("SPARSEJIT_EINSUM_LANE", v, "off, or w4|w8|w16 with an optional n or b", "the default lane");
-      return l;
-    }
-    unsigned w = static_cast<unsigned>(std::atoi(v.c_str() + 1));
-    const bool native = v.back() == 'n';
+  // Width 4, 8 or 16, each plain, with broadcast compares (b) or VP2INTERSECT (n).
+  if (const std::optional<size_t> i = env::choice(
+          "SPARSEJIT_EINSUM_LANE", {"off", "w4", "w4b", "w4n", "w8", "w8b", "w8n", "w16", "w16b", "w16n"},
+          "the default lane")) {
+    if (*i == 0) return SimdLane{};
+    const unsigned w = 4u << ((*i - 1) / 3);
+    const bool native = (*i - 1) % 3 == 2;
     const unsigned bits = w * (i64c ? 64 : 32);
-    if ((w == 4 || w == 8 || w == 16) && (bits == 256 || (bits == 512 && avx512) || (bits == 128 && !native)) &&
-        (!native || vp2i)) {
+    if ((bits == 256 || (bits == 512 && avx512) || (bits == 128 && !native)) && (!native || vp2i)) {
       l.width = w;
       l.native = native;
     }

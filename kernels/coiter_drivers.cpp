@@ -25,7 +25,6 @@
 namespace sj::kernels {
 namespace {
 
-
 // Trims a pair whose coordinate ranges overlap (both non-empty) to the overlap: the first
 // sa entries of a and sb of b are dropped, na and nb become the lengths that remain.
 template <class I> inline void trim_range(const I* ac, int64_t& sa, int64_t& na, const I* bc, int64_t& sb, int64_t& nb) {

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "spdlog/details/null_mutex.h"
-#include "src/environment.hpp"
 #include "spdlog/sinks/base_sink.h"
 #include "spdlog/sinks/stdout_sinks.h"
+#include "src/environment.hpp"
 
 namespace sj {
 namespace {
