@@ -54,6 +54,21 @@ inline Workers& workers_of(const ExecInputs& in) {
   return serial;
 }
 
+// A call that a schedule serves straight into the caller's buffers (sj_plan_execute_into),
+// skipping the general layers (request, prepared operands, type dispatch, partition, sink):
+// on a ~100 ns SpMSpV those were most of the call. Only for plans whose operands the kernels
+// read as given; the plan has checked their signatures.
+struct DirectCall {
+  const OperandList& operands;
+  const Context& ctx;
+  const void* state;  // what prepare() returned
+  Workers& workers;   // the call's threads; a direct run records its partition basis here
+  OutputTarget& into;
+};
+// Returns false, having written nothing, when this call needs the general path (for example
+// work enough for several threads, or buffers that might not hold every result).
+using DirectRun = bool (*)(const DirectCall&);
+
 class ScheduleImpl {
  public:
   virtual ~ScheduleImpl() = default;
@@ -68,6 +83,9 @@ class ScheduleImpl {
     return nullptr;
   }
   virtual Tensor run(const ExecInputs& in) const = 0;
+  // The direct route of this plan's executions into caller buffers (see DirectCall), chosen
+  // once with the prepared state; null when there is none. Its results must be those of run().
+  virtual DirectRun direct(const PlanInputs& /*in*/, const void* /*state*/) const { return nullptr; }
   // What the per-plan state has decided since (e.g. a loop variant chosen by timing the
   // executions), in words for explain; "" when there is nothing to say.
   virtual std::string describe_state(const void* /*state*/) const { return ""; }

@@ -281,12 +281,20 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
 }
 
 // The partition of push: output rows by A's nnz per row (`row_pos`: A's CSR positions).
+// Expected products ~ nnz(A) * nx / n.
+inline double push_expected_products(const int64_t* row_pos, int64_t m, int64_t nx, int64_t n) {
+  return n > 0 ? static_cast<double>(row_pos[m]) * static_cast<double>(nx) / static_cast<double>(n) : 0;
+}
+constexpr const char* kPushSerialBasis = "serial: few products";
+// Below two chunks' work the call stays serial, whatever the thread count.
+inline bool push_serial(double expected, int64_t n, const Workers& w) {
+  return w.threads <= 1 || n <= 0 ||
+         expected < 2.0 * static_cast<double>(parallel_tuning().min_chunk_work.load(std::memory_order_relaxed));
+}
 inline Partition push_partition(const int64_t* row_pos, int64_t m, int64_t nx, int64_t n, Workers& w) {
-  // Expected products ~ nnz(A) * nx / n: below two chunks' work, or worth_parallel's
-  // threshold, the call stays serial.
-  const double expected = n > 0 ? static_cast<double>(row_pos[m]) * static_cast<double>(nx) / static_cast<double>(n) : 0;
-  if (w.threads <= 1 || n <= 0 || expected < 2.0 * static_cast<double>(parallel_tuning().min_chunk_work.load()))
-    return partition_by_prefix(nullptr, m, w, "serial: few products");
+  // Serial below two chunks' work (push_serial) or worth_parallel's threshold.
+  const double expected = push_expected_products(row_pos, m, nx, n);
+  if (push_serial(expected, n, w)) return partition_by_prefix(nullptr, m, w, kPushSerialBasis);
   if (!worth_parallel(w, static_cast<int64_t>(expected))) return partition_by_prefix(nullptr, m, w, w.basis);
   Partition p = partition_by_prefix(row_pos, m, w, "A's nnz per output row");
   // Every chunk walks all of x's entries, and every chunk boundary costs a search of each
@@ -352,70 +360,76 @@ template <class I, class V>
 }
 #endif
 
-// Sparse y: sorted indices, written into the sink (capacity m) chunk by chunk. Each chunk
-// orders its touched rows the cheapest way (below).
+// Chunk `chunk` of a sparse y: its rows [r0, r1) with a product, in increasing order, written to
+// oi/ov (room for r1 - r0 entries); returns how many. The touched rows are ordered the
+// cheapest way (below).
+template <class S, class I, class V>
+int64_t push_chunk_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t chunk,
+                          int64_t r0, int64_t r1, I* oi, V* ov) {
+  int64_t written = 0;
+  push_accumulate<S>(Acsc, x, cuts, chunk, r0, r1, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
+    // Touched rows in increasing order: read back from the marks when a good part of the
+    // chunk's rows was touched (AVX2); else a sorting network (up to 256 int32 rows on
+    // AVX2, no branch on the data), a comparison sort (~3 units per entry and level, and
+    // about a misprediction per entry), or a bitmap of the chunk's rows: set a bit per
+    // entry, then read the words over [r0, r1) and decode each set bit (~2 units per entry
+    // + 1 per word). Scanning the marks of every row one by one cost ~0.5 ns per row: 0.1 ms
+    // per call at m = 200k. The network is weighed against the bitmap in instructions, as
+    // the SpGEMM rows do (kernels/spgemm_gustavson_impl.hpp: ~3 per entry + ~37 per word).
+#ifdef SJ_SORT_NETWORK_AVAILABLE
+    if (cnt * kScanTouchedShare >= r1 - r0 && sort_network::available()) {
+      written = scan_touched(mark, acc, r0, r1, oi, ov);
+      return;
+    }
+#endif
+    const int64_t span_words = ((r1 - 1) >> 6) - (r0 >> 6) + 1;
+    double lg = 1;
+    for (int64_t c = cnt; c > 1; c >>= 1) lg += 1;
+    const double words = static_cast<double>(span_words);
+    const int64_t net = touched_network_cost<I>(cnt);
+    const bool by_network = net != 0 && net <= 3 * cnt + 37 * span_words;
+    if (by_network || static_cast<double>(cnt) * lg * 3.0 < 2.0 * static_cast<double>(cnt) + words) {
+      if (by_network) touched_network_sort(list, cnt);
+      else std::sort(list, list + cnt);
+      for (int64_t k = 0; k < cnt; ++k) {
+        const I i = list[k];
+        oi[k] = i;
+        ov[k] = acc[i];
+        mark[i] = 0;
+      }
+    } else {
+      uint64_t* bits = Scratch<I, V>::get().need_bits(r1);
+      for (int64_t k = 0; k < cnt; ++k) {
+        const I i = list[k];
+        bits[i >> 6] |= uint64_t(1) << (i & 63);
+        mark[i] = 0;
+      }
+      int64_t k = 0;
+      for (int64_t wi = r0 >> 6, we = (r1 - 1) >> 6; wi <= we && k < cnt; ++wi) {
+        uint64_t word = bits[wi];
+        if (!word) continue;
+        bits[wi] = 0;
+        do {
+          const I i = static_cast<I>((wi << 6) + __builtin_ctzll(word));
+          oi[k] = i;
+          ov[k] = acc[i];
+          ++k;
+          word &= word - 1;
+        } while (word);
+      }
+    }
+    written = cnt;
+  });
+  return written;
+}
+
+// Sparse y: sorted indices, written into the sink (capacity m) chunk by chunk.
 template <class S, class I, class V>
 void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part, Workers& w,
                  RowSink<I, V>& sink) {
   const std::optional<PushCuts<I, V>> cuts = push_cuts(Acsc, x, part, w);
   run_sink_chunks(w, part, sink, [&](int64_t c, int64_t r0, int64_t r1) {
-    int64_t written = 0;
-    push_accumulate<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
-      I* oi = sink.idx + r0;
-      V* ov = sink.val + r0;
-      // Touched rows in increasing order: read back from the marks when a good part of the
-      // chunk's rows was touched (AVX2); else a sorting network (up to 256 int32 rows on
-      // AVX2, no branch on the data), a comparison sort (~3 units per entry and level, and
-      // about a misprediction per entry), or a bitmap of the chunk's rows: set a bit per
-      // entry, then read the words over [r0, r1) and decode each set bit (~2 units per entry
-      // + 1 per word). Scanning the marks of every row one by one cost ~0.5 ns per row: 0.1 ms
-      // per call at m = 200k. The network is weighed against the bitmap in instructions, as
-      // the SpGEMM rows do (kernels/spgemm_gustavson_impl.hpp: ~3 per entry + ~37 per word).
-#ifdef SJ_SORT_NETWORK_AVAILABLE
-      if (cnt * kScanTouchedShare >= r1 - r0 && sort_network::available()) {
-        written = scan_touched(mark, acc, r0, r1, oi, ov);
-        return;
-      }
-#endif
-      const int64_t span_words = ((r1 - 1) >> 6) - (r0 >> 6) + 1;
-      double lg = 1;
-      for (int64_t c = cnt; c > 1; c >>= 1) lg += 1;
-      const double words = static_cast<double>(span_words);
-      const int64_t net = touched_network_cost<I>(cnt);
-      const bool by_network = net != 0 && net <= 3 * cnt + 37 * span_words;
-      if (by_network || static_cast<double>(cnt) * lg * 3.0 < 2.0 * static_cast<double>(cnt) + words) {
-        if (by_network) touched_network_sort(list, cnt);
-        else std::sort(list, list + cnt);
-        for (int64_t k = 0; k < cnt; ++k) {
-          const I i = list[k];
-          oi[k] = i;
-          ov[k] = acc[i];
-          mark[i] = 0;
-        }
-      } else {
-        uint64_t* bits = Scratch<I, V>::get().need_bits(r1);
-        for (int64_t k = 0; k < cnt; ++k) {
-          const I i = list[k];
-          bits[i >> 6] |= uint64_t(1) << (i & 63);
-          mark[i] = 0;
-        }
-        int64_t k = 0;
-        for (int64_t wi = r0 >> 6, we = (r1 - 1) >> 6; wi <= we && k < cnt; ++wi) {
-          uint64_t word = bits[wi];
-          if (!word) continue;
-          bits[wi] = 0;
-          do {
-            const I i = static_cast<I>((wi << 6) + __builtin_ctzll(word));
-            oi[k] = i;
-            ov[k] = acc[i];
-            ++k;
-            word &= word - 1;
-          } while (word);
-        }
-      }
-      written = cnt;
-    });
-    return written;
+    return push_chunk_sparse<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, sink.idx + r0, sink.val + r0);
   });
 }
 

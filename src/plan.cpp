@@ -135,6 +135,7 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
   impl_ = impls[best];
   chosen_ = impl_->schedule();
   state_ = impl_->prepare(in, &kernel_source_, &build_ms_);
+  if (operands_as_given_) direct_ = impl_->direct(in, state_.get());
   plan_ms_ = ms_since(t0);
   ctx_.logger->debug("plan {}: chose {} (estimated {:.0f} ns, kernel {}), inspect {:.3f} ms, plan {:.3f} ms",
                      to_string(op_), to_string(chosen_), candidates_[best].estimated_cost, kernel_source_,
@@ -159,6 +160,34 @@ Tensor Plan::run(const OperandList& operands, OutputTarget* into) {
   const int64_t nth = executions_.load(relaxed);
   const bool timed = nth < kTimedFirst || nth % kTimeEvery == 0;
   const uint64_t t0 = timed ? CycleClock::now() : 0;
+  Workers workers = Workers::for_call(ctx_, options_.threads);
+  // Schedules compute in the operands' common coordinate type; the caller may want another,
+  // and by default gets i64 when any operand has it.
+  const int requested = options_.output_index_type;
+  if (into)
+    into->index_type = requested == -1 ? result_index_type_ : from_c(static_cast<sj_index_type>(requested));
+  // One prvalue either way (a move-assigned Tensor costs ~90 instructions on a tiny call).
+  const bool direct = into && direct_ && direct_(DirectCall{operands, ctx_, state_.get(), workers, *into});
+  Tensor out = direct ? Tensor{} : run_general(operands, workers, into);
+  // Records for explain: relaxed, as explain only reports the latest values (and a seq_cst
+  // store is a locked instruction, which on tiny inputs is a measurable part of a call).
+  last_threads_.store(workers.threads, relaxed);
+  last_chunks_.store(workers.chunks, relaxed);
+  last_partition_.store(workers.basis, relaxed);
+  last_direct_.store(direct, relaxed);
+  if (timed) {
+    const double ms = CycleClock::to_ms(CycleClock::now() - t0);
+    if (first_execute_ms_.load(relaxed) < 0) {
+      double expected = -1;
+      first_execute_ms_.compare_exchange_strong(expected, ms);
+    }
+    last_execute_ms_.store(ms, relaxed);
+  }
+  executions_.fetch_add(1, relaxed);
+  return out;
+}
+
+Tensor Plan::run_general(const OperandList& operands, Workers& workers, OutputTarget* into) {
   OpRequest req;
   req.op = op_;
   req.options = options_;
@@ -174,15 +203,9 @@ Tensor Plan::run(const OperandList& operands, OutputTarget* into) {
   } else {
     prepared = prepare(req, ctx_.allocator, index_type_);
   }
-  Workers workers = Workers::for_call(ctx_, options_.threads);
-  // Schedules compute in the operands' common coordinate type; the caller may want another,
-  // and by default gets i64 when any operand has it.
-  const int requested = options_.output_index_type;
-  if (into)
-    into->index_type = requested == -1 ? prepared.result_index_type : from_c(static_cast<sj_index_type>(requested));
   Tensor out = impl_->run(ExecInputs{req, prepared, ctx_, state_.get(), &workers, into});
   if (!into || !into->written) {
-    to_output_index_type(out, requested, prepared.result_index_type, ctx_.allocator);
+    to_output_index_type(out, options_.output_index_type, prepared.result_index_type, ctx_.allocator);
     if (into) {  // a schedule without a way into the caller's buffers: its result is copied
       const Tensor flat = as_flat_output(out, ctx_.allocator);
       into->layout = output_layout(flat);
@@ -192,20 +215,6 @@ Tensor Plan::run(const OperandList& operands, OutputTarget* into) {
       out = Tensor{};
     }
   }
-  // Records for explain: relaxed, as explain only reports the latest values (and a seq_cst
-  // store is a locked instruction, which on tiny inputs is a measurable part of a call).
-  last_threads_.store(workers.threads, relaxed);
-  last_chunks_.store(workers.chunks, relaxed);
-  last_partition_.store(workers.basis, relaxed);
-  if (timed) {
-    const double ms = CycleClock::to_ms(CycleClock::now() - t0);
-    if (first_execute_ms_.load(relaxed) < 0) {
-      double expected = -1;
-      first_execute_ms_.compare_exchange_strong(expected, ms);
-    }
-    last_execute_ms_.store(ms, relaxed);
-  }
-  executions_.fetch_add(1, relaxed);
   return out;
 }
 
@@ -245,6 +254,7 @@ std::string Plan::explain() const {
   if (!calibration_.empty()) w.key("calibration").raw(calibration_);
   w.key("kernel").begin_object().field("source", kernel_source_).field("build_ms", build_ms_);
   if (const std::string variant = impl_->describe_state(state_.get()); !variant.empty()) w.field("variant", variant);
+  w.field("direct_route", direct_ != nullptr).field("last_execution_direct", last_direct_.load());
   w.end_object();
   w.key("parallel").begin_object()
       .field("threads_requested", options_.threads)
@@ -316,6 +326,9 @@ std::string Plan::explain_text() const {
   out += tail;
   if (const std::string variant = impl_->describe_state(state_.get()); !variant.empty())
     out += cat("  kernel variant: ", variant, "\n");
+  if (direct_)
+    out += cat("  into caller buffers: a direct route for serial calls whose buffers hold any result (last execution ",
+               last_direct_.load() ? "took it" : "did not", ")\n");
   return out;
 }
 

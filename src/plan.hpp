@@ -17,6 +17,8 @@
 namespace sj {
 
 class ScheduleImpl;
+struct DirectCall;
+struct Workers;
 
 // What must stay the same between planning and execution.
 struct OperandSignature {
@@ -63,6 +65,9 @@ class Plan {
 
  private:
   Tensor run(const OperandList& operands, OutputTarget* into);
+  // The general path of run(): the request, the operands in kernel form, the schedule's run,
+  // and a copy into the caller's buffers for schedules that return their result.
+  Tensor run_general(const OperandList& operands, Workers& workers, OutputTarget* into);
 
   const Context& ctx_;
   sj_op op_;
@@ -82,6 +87,8 @@ class Plan {
   IndexType result_index_type_ = IndexType::I32;  // prepare()'s findings, fixed by the signatures
   ValueType value_type_ = ValueType::F64;
   bool operands_as_given_ = false;  // prepare() converts and looks up nothing (see the constructor)
+  // The schedule's route straight into caller buffers (kernels/schedule.hpp), or null.
+  bool (*direct_)(const DirectCall&) = nullptr;
   double inspect_ms_ = 0;
   double plan_ms_ = 0;
   // Executions completed; the first kTimedFirst are timed, then one in kTimeEvery, and explain's
@@ -94,6 +101,7 @@ class Plan {
   std::atomic<int> last_threads_{0};
   std::atomic<int64_t> last_chunks_{0};
   std::atomic<const char*> last_partition_{""};
+  std::atomic<bool> last_direct_{false};  // the last execution took direct_
 };
 
 }  // namespace sj

@@ -106,6 +106,49 @@ inline ::testing::AssertionResult into_matches(sj_plan* plan, const sj_tensor* c
   return ::testing::AssertionSuccess();
 }
 
+// The same for a sparse vector result, into buffers with room for every one of its `n`
+// elements (where SpMSpV's push writes y itself, or takes the plan's direct route): the first
+// nnz entries are ref's bits and nothing past them is written.
+inline ::testing::AssertionResult into_every_row_matches(sj_plan* plan, const sj_tensor* const* ops, int n,
+                                                         const sj::Tensor& ref) {
+  const int64_t len = ref.dims[0], entries = ref.nnz();
+  const size_t is = sj::index_size(ref.index_type), vs = sj::value_size(ref.value_type);
+  std::vector<unsigned char> crd(is * len + 1, 0xAB), val(vs * len + 1, 0xCD);  // + 1: never null
+  sj_output_buffers b{};
+  b.struct_size = sizeof b;
+  b.crd = crd.data();
+  b.crd_capacity = len;
+  b.values = val.data();
+  b.values_capacity = len;
+  sj_output_sizes sz{};
+  sz.struct_size = sizeof sz;
+  if (sj_plan_execute_into(plan, ops, n, &b, &sz) != SJ_OK) return ::testing::AssertionFailure() << msg();
+  if (sz.values_len != entries || sz.crd_len != entries || sz.index_type != sj::to_c(ref.index_type))
+    return ::testing::AssertionFailure() << "layout: values_len " << sz.values_len << " for " << ref.describe();
+  if (entries && (std::memcmp(crd.data(), ref.levels[0].crd.data(), is * entries) != 0 ||
+                  std::memcmp(val.data(), ref.values.data(), vs * entries) != 0))
+    return ::testing::AssertionFailure() << "entries differ";
+  for (size_t k = is * entries; k < crd.size(); ++k)
+    if (crd[k] != 0xAB) return ::testing::AssertionFailure() << "coordinate byte " << k << " written";
+  for (size_t k = vs * entries; k < val.size(); ++k)
+    if (val[k] != 0xCD) return ::testing::AssertionFailure() << "value byte " << k << " written";
+  return ::testing::AssertionSuccess();
+}
+
+// Whether the plan has a direct route into the caller's buffers and whether its last
+// execution took it (explain).
+struct DirectRoute {
+  bool offered = false, taken = false;
+};
+inline DirectRoute direct_route(sj_plan* plan) {
+  const char* json = nullptr;
+  EXPECT_EQ(sj_plan_explain(plan, &json), SJ_OK) << msg();
+  const std::string j = json ? json : "";
+  return {j.find("\"direct_route\":true") != std::string::npos,
+          j.find("\"last_execution_direct\":true") != std::string::npos};
+}
+inline bool last_execution_direct(sj_plan* plan) { return direct_route(plan).taken; }
+
 template <class I, class V> sj_tensor* csr_handle(sj_context* c, const sj::CsResult<I, V>& m) {
   sj_tensor* h = nullptr;
   EXPECT_EQ(sj_tensor_create_csr(c, m.outer, m.inner, itype<I>(), vtype<V>(), m.pos.data(), m.crd.data(), m.val.data(),

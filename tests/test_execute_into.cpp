@@ -315,6 +315,119 @@ TEST(ExecuteInto, SpmspvAllocatesNothingPerCall) {
   ASSERT_EQ(sj_context_destroy(c), SJ_OK) << msg();
 }
 
+// The push's direct route (a serial push written into the caller's buffers, none of the
+// general layers) is taken exactly where it applies, and gives sj_plan_execute's bits.
+TEST(ExecuteInto, DirectRouteOnlyWhereItApplies) {
+  Ctx ctx;
+  Rng rng(41);
+  for (bool i64 : {false, true}) {
+    const std::string where = i64 ? "i64" : "i32";
+    Operands in(ctx.c, rng, 300, 400, 0.05, i64);
+    const std::vector<const sj_tensor*> ops{in.A.t, in.x.t};
+    auto push_plan = [&](auto&& set) {
+      sj_op_options o;
+      sj_op_options_init(&o);
+      o.schedule = SJ_SCHEDULE_PUSH;
+      o.threads = 1;
+      set(o);
+      return plan_of(ctx.c, SJ_OP_SPMSPV, ops, &o);
+    };
+    Plan plan;
+    plan.p = push_plan([](sj_op_options&) {});
+    H want;
+    ASSERT_EQ(sj_plan_execute(plan.p, ops.data(), 2, &want.t), SJ_OK) << msg();
+    ASSERT_GT(want.t->t.nnz(), 0) << where;
+    ASSERT_LT(want.t->t.nnz(), 300) << where;  // so that exactly sized buffers are smaller than m
+    for (int k = 0; k < 2; ++k) {  // the first builds A's CSC copy, the second reuses it
+      EXPECT_TRUE(into_every_row_matches(plan.p, ops.data(), 2, want.t->t)) << where;
+      EXPECT_TRUE(last_execution_direct(plan.p)) << where;
+    }
+    // Buffers that might not hold every result take the general path.
+    EXPECT_TRUE(into_matches(plan.p, ops.data(), 2, want.t->t)) << where;
+    EXPECT_FALSE(last_execution_direct(plan.p)) << where;
+    // So does sj_plan_execute, and explain says so.
+    H again;
+    ASSERT_EQ(sj_plan_execute(plan.p, ops.data(), 2, &again.t), SJ_OK) << msg();
+    EXPECT_FALSE(last_execution_direct(plan.p)) << where;
+    // Other handles of the same shapes (other entries and values): their own CSC copy.
+    Operands other(ctx.c, rng, 300, 400, 0.05, i64);
+    const std::vector<const sj_tensor*> ops2{other.A.t, other.x.t};
+    H want2;
+    {
+      Plan p2;
+      p2.p = push_plan([](sj_op_options&) {});
+      ASSERT_EQ(sj_plan_execute(p2.p, ops2.data(), 2, &want2.t), SJ_OK) << msg();
+    }
+    EXPECT_TRUE(into_every_row_matches(plan.p, ops2.data(), 2, want2.t->t)) << where;
+    EXPECT_TRUE(last_execution_direct(plan.p)) << where;
+    // Options and operands the route does not serve: it is not even offered.
+    const char* not_offered[] = {"i64 output", "dense output", "transposed A"};
+    for (int c = 0; c < 3; ++c) {
+      if (c == 0 && i64) continue;
+      Plan p;
+      if (c < 2)
+        p.p = push_plan([&](sj_op_options& o) {
+          if (c == 0) o.output_index_type = SJ_INDEX_INT64;
+          if (c == 1) o.dense_output = 1;
+        });
+      if (c == 2) {  // A^T x needs an x of length m
+        H xt;
+        xt.t = i64 ? vec_handle(ctx.c, random_sparse_vector<int64_t, double>(rng, 300, 0.05, Values::Real))
+                   : vec_handle(ctx.c, random_sparse_vector<int32_t, double>(rng, 300, 0.05, Values::Real));
+        const std::vector<const sj_tensor*> opsT{in.A.t, xt.t};
+        sj_op_options o;
+        sj_op_options_init(&o);
+        o.schedule = SJ_SCHEDULE_PUSH;
+        o.transpose_a = 1;
+        p.p = plan_of(ctx.c, SJ_OP_SPMSPV, opsT, &o);
+        H w;
+        ASSERT_EQ(sj_plan_execute(p.p, opsT.data(), 2, &w.t), SJ_OK) << msg();
+        EXPECT_TRUE(into_every_row_matches(p.p, opsT.data(), 2, w.t->t)) << where << " " << not_offered[c];
+      } else {
+        H w;
+        ASSERT_EQ(sj_plan_execute(p.p, ops.data(), 2, &w.t), SJ_OK) << msg();
+        EXPECT_TRUE((c == 1 ? into_matches : into_every_row_matches)(p.p, ops.data(), 2, w.t->t))
+            << where << " " << not_offered[c];
+      }
+      const char* json = nullptr;
+      ASSERT_EQ(sj_plan_explain(p.p, &json), SJ_OK);
+      EXPECT_NE(std::string(json).find("\"direct_route\":false"), std::string::npos) << where << " " << not_offered[c];
+    }
+    // A given column-wise: the push reads it in place through the general path.
+    H Acsc;
+    ASSERT_EQ(sj_tensor_convert(ctx.c, in.A.t, SJ_FORMAT_CSC, nullptr, i64 ? SJ_INDEX_INT64 : SJ_INDEX_INT32, &Acsc.t),
+              SJ_OK);
+    const std::vector<const sj_tensor*> opsC{Acsc.t, in.x.t};
+    Plan pc;
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.schedule = SJ_SCHEDULE_PUSH;
+    pc.p = plan_of(ctx.c, SJ_OP_SPMSPV, opsC, &o);
+    EXPECT_TRUE(into_every_row_matches(pc.p, opsC.data(), 2, want.t->t)) << where << " CSC A";
+    EXPECT_FALSE(last_execution_direct(pc.p)) << where << " CSC A";
+  }
+  // Work for several threads takes the general (parallel) path; small work on the same plan
+  // takes the route.
+  Operands big(ctx.c, rng, 20000, 20000, 0.5, false);
+  Operands small(ctx.c, rng, 20000, 20000, 0.0005, false);
+  const std::vector<const sj_tensor*> opsB{big.A.t, big.x.t};
+  sj_op_options o;
+  sj_op_options_init(&o);
+  o.schedule = SJ_SCHEDULE_PUSH;
+  o.threads = 2;
+  Plan plan;
+  plan.p = plan_of(ctx.c, SJ_OP_SPMSPV, opsB, &o);
+  H want;
+  ASSERT_EQ(sj_plan_execute(plan.p, opsB.data(), 2, &want.t), SJ_OK) << msg();
+  EXPECT_TRUE(into_every_row_matches(plan.p, opsB.data(), 2, want.t->t));
+  EXPECT_FALSE(last_execution_direct(plan.p));
+  const std::vector<const sj_tensor*> opsS{big.A.t, small.x.t};
+  H want_small;
+  ASSERT_EQ(sj_plan_execute(plan.p, opsS.data(), 2, &want_small.t), SJ_OK) << msg();
+  EXPECT_TRUE(into_every_row_matches(plan.p, opsS.data(), 2, want_small.t->t));
+  EXPECT_TRUE(last_execution_direct(plan.p));
+}
+
 TEST(ExecuteInto, ConcurrentCallsIntoTheirOwnBuffers) {
   Ctx ctx;
   Rng rng(23);
@@ -331,8 +444,8 @@ TEST(ExecuteInto, ConcurrentCallsIntoTheirOwnBuffers) {
   std::vector<std::thread> pool;
   for (int t = 0; t < 4; ++t)
     pool.emplace_back([&] {
-      for (int k = 0; k < 25; ++k)
-        if (!into_matches(plan.p, ops.data(), 2, want.t->t)) bad.fetch_add(1);
+      for (int k = 0; k < 25; ++k)  // exactly sized buffers, and room for every row (the direct route)
+        if (!(k % 2 ? into_every_row_matches : into_matches)(plan.p, ops.data(), 2, want.t->t)) bad.fetch_add(1);
     });
   for (auto& th : pool) th.join();
   EXPECT_EQ(bad.load(), 0);

@@ -2,7 +2,8 @@
 // schedule on random inputs (all semirings, f32/f64/bool, i32/i64, sparse and dense output,
 // A given as CSR or CSC, transposed A) and on every real matrix in ../shared/data/matrices;
 // the CSC copy the push schedule makes is kept on A's handle and reused. Each schedule also
-// through a plan executed into the caller's buffers (sj_plan_execute_into).
+// through a plan executed into the caller's buffers (sj_plan_execute_into), exactly sized and
+// with room for every row (the push's direct route).
 #include <gtest/gtest.h>
 
 #include "tests/schedule_test_util.hpp"
@@ -11,6 +12,7 @@ namespace {
 
 using namespace sj::test;
 const sj_schedule kSpmspv[] = {SJ_SCHEDULE_PUSH, SJ_SCHEDULE_DENSIFY, SJ_SCHEDULE_SEARCH, SJ_SCHEDULE_INNER};
+int direct_taken = 0;  // executions that took the push's direct route (check_spmspv)
 
 // Every SpMSpV schedule (and auto) against the reference, sparse and dense output.
 void check_spmspv(sj_context* c, const sj_tensor* A, const sj_tensor* x, sj_semiring s, const std::string& where,
@@ -37,6 +39,14 @@ void check_spmspv(sj_context* c, const sj_tensor* A, const sj_tensor* x, sj_semi
       ASSERT_EQ(sj_plan_create(c, SJ_OP_SPMSPV, ops, 2, &o, &plan), SJ_OK) << where << ": " << msg();
       for (int k = 0; k < 2; ++k)
         EXPECT_TRUE(into_matches(plan, ops, 2, ref.t->t)) << where << " schedule " << sc << " dense " << dense << " into";
+      if (!dense) {  // buffers for every row: the push's direct route where it applies
+        EXPECT_TRUE(into_every_row_matches(plan, ops, 2, ref.t->t)) << where << " schedule " << sc << " into every row";
+        if (sc == SJ_SCHEDULE_PUSH && ref.t->t.dims[0] < 1000) {  // small: serial whatever the threads
+          const DirectRoute r = direct_route(plan);
+          EXPECT_EQ(r.offered, r.taken) << where;
+          direct_taken += r.taken;
+        }
+      }
       sj_plan_destroy(plan);
     }
   }
@@ -88,6 +98,7 @@ template <class I, class V> void random_round(Rng& rng, int round) {
 
 TEST(SpmspvSchedules, EveryScheduleMatchesReferenceOnRandomInputs) {
   Rng rng(77);
+  direct_taken = 0;
   for (int round = 0; round < 3; ++round) {
     random_round<int32_t, double>(rng, round);
     random_round<int64_t, double>(rng, round);
@@ -96,6 +107,8 @@ TEST(SpmspvSchedules, EveryScheduleMatchesReferenceOnRandomInputs) {
     random_round<int32_t, uint8_t>(rng, round);
     random_round<int64_t, uint8_t>(rng, round);
   }
+  // Offered where the plan reads A in CSR as given (not transposed, no conversion).
+  EXPECT_GT(direct_taken, 500);
 }
 
 // SpMSpV `inner` runs the coiteration kernels: bit-identical to the reference for every
