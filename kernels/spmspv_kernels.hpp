@@ -433,19 +433,27 @@ void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Parti
   });
 }
 
+// Chunk `chunk` of a dense y: y[r0, r1), zero() where no product formed. y is written only
+// once the products are summed (its workspace sized), so a chunk that fails writes nothing.
+template <class S, class I, class V>
+void push_chunk_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t chunk,
+                      int64_t r0, int64_t r1, V* y) {
+  push_accumulate<S>(Acsc, x, cuts, chunk, r0, r1, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
+    std::fill(y + r0, y + r1, S::zero());
+    for (int64_t k = 0; k < cnt; ++k) {
+      const I i = list[k];
+      y[i] = acc[i];
+      mark[i] = 0;
+    }
+  });
+}
+
 // Dense y (length m): zero() where no product formed.
 template <class S, class I, class V>
 void push_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, V* y, const Partition& part, Workers& w) {
   const std::optional<PushCuts<I, V>> cuts = push_cuts(Acsc, x, part, w);
   w.run_indexed(part, [&](int64_t c, int64_t r0, int64_t r1) {
-    std::fill(y + r0, y + r1, S::zero());
-    push_accumulate<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
-      for (int64_t k = 0; k < cnt; ++k) {
-        const I i = list[k];
-        y[i] = acc[i];
-        mark[i] = 0;
-      }
-    });
+    push_chunk_dense<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, y);
   });
 }
 

@@ -130,6 +130,20 @@ void set_vector_layout(OutputTarget& to, int64_t n, ValueType vt, int64_t count)
   to.layout_known = true;
 }
 
+// The layout of a dense y of length n (the coordinate type is only a label).
+void set_dense_layout(OutputTarget& to, int64_t n, ValueType vt) {
+  set_vector_layout(to, n, vt, n);
+  to.layout.format = SJ_FORMAT_DENSE;
+  to.layout.crd_len = 0;
+}
+
+// Whether the call has a values buffer that holds a dense y of length n: the kernel then
+// writes y there, and nothing is allocated or copied (else the plan copies the result, or
+// reports the buffer that is too small).
+bool dense_fits(const OutputTarget* to, int64_t n) {
+  return to && (n == 0 || (to->buffers->values && to->buffers->values_capacity >= n));
+}
+
 // The caller's buffers as the sink of a one-chunk kernel, when they can hold a y of every row
 // (so that no result can overflow them) in the coordinate type computed: the kernel then
 // writes y there itself and nothing is copied. Null otherwise.
@@ -188,6 +202,15 @@ Tensor run_rowwise(const ExecInputs& in, Kernel&& kernel) {
     kernel(A, x, sink, w);
     return y;
   };
+  // The rows are written by the kernels' row loops, which cannot fail once they start (their
+  // workspaces are set up before), so a failed call writes nothing into the caller's buffer.
+  auto dense_into = [&] {
+    sink.dense = static_cast<V*>(in.into->buffers->values);
+    kernel(A, x, sink, w);
+    set_dense_layout(*in.into, A.outer, vt);
+    in.into->written = true;
+    return Tensor{};
+  };
   auto sparse = [&] {
     // Collected into thread-local scratch (capacity m), then copied at exact size.
     auto& ws = spmspv::Scratch<I, V>::get();
@@ -197,27 +220,35 @@ Tensor run_rowwise(const ExecInputs& in, Kernel&& kernel) {
     kernel(A, x, sink, w);
     return sparse_result(sink, A.outer, in);
   };
-  return in.req.options.dense_output ? dense() : sparse();
+  if (!in.req.options.dense_output) return sparse();
+  return dense_fits(in.into, A.outer) ? dense_into() : dense();
 }
 
 // Push's direct route (ScheduleImpl::direct): a serial push of A's kept CSC copy with x,
 // written by the kernel into the caller's buffers. What Push::run does for such a call, less
 // the layers between: a ~100 ns call spent ~1,100 of its ~1,700 instructions there.
-template <class S, class I, class V> bool push_direct(const DirectCall& c) {
+template <class S, class I, class V, bool Dense> bool push_direct(const DirectCall& c) {
   const Tensor& a = c.operands[0];  // CSR, not transposed (Push::direct)
   const OutputBuffers& b = *c.into.buffers;
   const int64_t m = a.dims[0];
-  // Buffers that hold a y of every row (as direct_target).
-  if (!b.crd || !b.values || b.crd_capacity < m || b.values_capacity < m || !a.derived) return false;
+  // Buffers that hold a y of every row (as direct_target and dense_fits).
+  if (!a.derived || (Dense ? !dense_fits(&c.into, m) : (!b.crd || !b.values || b.crd_capacity < m || b.values_capacity < m)))
+    return false;
   const SpVecView<I, V> x = spvec_view<I, V>(c.operands[1]);
   const int64_t* row_pos = a.levels[1].pos.as<int64_t>();
   if (!spmspv::push_serial(spmspv::push_expected_products(row_pos, m, x.nnz, x.n), x.n, c.workers)) return false;
   uses_of(a, true);
   const CscSource& src = *static_cast<const CscSource*>(c.state);
   const Tensor& csc = a.derived->get_or_make(*src.key, [&] { return flip_orientation(a, c.ctx.allocator); });
-  const int64_t count = spmspv::push_chunk_sparse<S, I, V>(cs_view<I, V>(csc), x, nullptr, 0, 0, m,
-                                                           static_cast<I*>(b.crd), static_cast<V*>(b.values));
-  set_vector_layout(c.into, m, value_type_of<V>(), count);
+  const CsView<I, V> A = cs_view<I, V>(csc);
+  if constexpr (Dense) {
+    spmspv::push_chunk_dense<S, I, V>(A, x, nullptr, 0, 0, m, static_cast<V*>(b.values));
+    set_dense_layout(c.into, m, value_type_of<V>());
+  } else {
+    const int64_t count =
+        spmspv::push_chunk_sparse<S, I, V>(A, x, nullptr, 0, 0, m, static_cast<I*>(b.crd), static_cast<V*>(b.values));
+    set_vector_layout(c.into, m, value_type_of<V>(), count);
+  }
   c.into.written = true;
   c.workers.basis = spmspv::kPushSerialBasis;
   return true;
@@ -262,20 +293,23 @@ class Push final : public SpmspvSchedule {
     *build_ms = 0;
     return std::make_shared<const CscSource>(csc_source(in.req, in.prepared.index_type));
   }
-  // For A given in CSR (its CSC copy kept on the handle) and a sparse y in the coordinate type
-  // computed: the tiny calls that the general layers dominated. The route checks per call that
-  // it is serial and that the buffers fit; other calls take run().
+  // For A given in CSR (its CSC copy kept on the handle), and a dense y or a sparse one in the
+  // coordinate type computed: the tiny calls that the general layers dominated. The route
+  // checks per call that it is serial and that the buffers fit; other calls take run().
   DirectRun direct(const PlanInputs& in, const void* state) const override {
     const CscSource& src = *static_cast<const CscSource*>(state);
     const sj_op_options& o = in.req.options;
     const IndexType out = o.output_index_type == -1 ? in.prepared.result_index_type
                                                      : from_c(static_cast<sj_index_type>(o.output_index_type));
-    if (src.zero_copy || o.transpose_a || o.dense_output || !is_csr(in.req.operands[0]) ||
-        out != in.prepared.index_type)
+    const bool dense = o.dense_output != 0;
+    if (src.zero_copy || o.transpose_a || !is_csr(in.req.operands[0]) || (!dense && out != in.prepared.index_type))
       return nullptr;
-    return with_kernel_types(in.prepared.index_type, in.prepared.value_type, in.req.options.semiring,
-                             [](auto s, auto i, auto v) -> DirectRun {
-                               return &push_direct<decltype(s), decltype(i), decltype(v)>;
+    return with_kernel_types(in.prepared.index_type, in.prepared.value_type, o.semiring,
+                             [dense](auto s, auto i, auto v) -> DirectRun {
+                               using S = decltype(s);
+                               using I = decltype(i);
+                               using V = decltype(v);
+                               return dense ? &push_direct<S, I, V, true> : &push_direct<S, I, V, false>;
                              });
   }
   Tensor run(const ExecInputs& in) const override {
@@ -303,6 +337,14 @@ class Push final : public SpmspvSchedule {
         spmspv::push_dense<S>(A, x, y.values.as_mut<V>(), part, w);
         return y;
       };
+      // Into the caller's buffer by one chunk, which writes only after its workspace is sized:
+      // of several, one could fail after another wrote its rows.
+      auto dense_into = [&] {
+        spmspv::push_dense<S>(A, x, static_cast<V*>(in.into->buffers->values), part, w);
+        set_dense_layout(*in.into, A.inner, vt);
+        in.into->written = true;
+        return Tensor{};
+      };
       auto sparse = [&] {
         // Collected in this thread's output scratch (push's touched lists are in each running
         // thread's Scratch::list), then copied at exact size; or written by the one chunk
@@ -322,7 +364,8 @@ class Push final : public SpmspvSchedule {
         }
         return sparse_result(sink, A.inner, in);
       };
-      return in.req.options.dense_output ? dense() : sparse();
+      if (!in.req.options.dense_output) return sparse();
+      return part.chunks() == 1 && dense_fits(in.into, A.inner) ? dense_into() : dense();
     });
   }
 };

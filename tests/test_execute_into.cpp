@@ -289,11 +289,13 @@ TEST(ExecuteInto, SpmspvAllocatesNothingPerCall) {
     Rng rng(17);
     Operands in(c, rng, 500, 400, 0.05, false);
     const std::vector<const sj_tensor*> ops{in.A.t, in.x.t};
-    for (sj_schedule sc : {SJ_SCHEDULE_PUSH, SJ_SCHEDULE_SEARCH}) {
-      SCOPED_TRACE(std::to_string(sc));
+    for (sj_schedule sc : {SJ_SCHEDULE_PUSH, SJ_SCHEDULE_SEARCH, SJ_SCHEDULE_DENSIFY})
+     for (int dense = 0; dense < 2; ++dense) {
+      SCOPED_TRACE(std::to_string(sc) + (dense ? " dense" : " sparse"));
       sj_op_options o;
       sj_op_options_init(&o);
       o.schedule = sc;
+      o.dense_output = dense;
       Plan plan;
       plan.p = plan_of(c, SJ_OP_SPMSPV, ops, &o);
       VecBuffers buf(500, 500, SJ_INDEX_INT32);
@@ -360,16 +362,27 @@ TEST(ExecuteInto, DirectRouteOnlyWhereItApplies) {
     }
     EXPECT_TRUE(into_every_row_matches(plan.p, ops2.data(), 2, want2.t->t)) << where;
     EXPECT_TRUE(last_execution_direct(plan.p)) << where;
-    // Options and operands the route does not serve: it is not even offered.
-    const char* not_offered[] = {"i64 output", "dense output", "transposed A"};
-    for (int c = 0; c < 3; ++c) {
-      if (c == 0 && i64) continue;
+    // A dense y: taken into a values buffer of m, not into a shorter one (which is refused
+    // with nothing written, by the general path's check).
+    {
       Plan p;
-      if (c < 2)
-        p.p = push_plan([&](sj_op_options& o) {
-          if (c == 0) o.output_index_type = SJ_INDEX_INT64;
-          if (c == 1) o.dense_output = 1;
-        });
+      p.p = push_plan([](sj_op_options& o) { o.dense_output = 1; });
+      H w;
+      ASSERT_EQ(sj_plan_execute(p.p, ops.data(), 2, &w.t), SJ_OK) << msg();
+      EXPECT_TRUE(into_matches(p.p, ops.data(), 2, w.t->t)) << where << " dense";
+      EXPECT_TRUE(last_execution_direct(p.p)) << where << " dense";
+      VecBuffers shorter(0, 299, SJ_INDEX_INT32);
+      sj_output_sizes s = sizes();
+      EXPECT_EQ(sj_plan_execute_into(p.p, ops.data(), 2, &shorter.b, &s), SJ_ERR_INVALID_ARGUMENT) << where;
+      EXPECT_EQ(s.values_len, 300) << where;
+      EXPECT_TRUE(shorter.untouched()) << where;
+    }
+    // Options and operands the route does not serve: it is not even offered.
+    const char* not_offered[] = {"i64 output", "", "transposed A"};
+    for (int c = 0; c < 3; ++c) {
+      if ((c == 0 && i64) || c == 1) continue;
+      Plan p;
+      if (c == 0) p.p = push_plan([&](sj_op_options& o) { o.output_index_type = SJ_INDEX_INT64; });
       if (c == 2) {  // A^T x needs an x of length m
         H xt;
         xt.t = i64 ? vec_handle(ctx.c, random_sparse_vector<int64_t, double>(rng, 300, 0.05, Values::Real))
@@ -386,8 +399,7 @@ TEST(ExecuteInto, DirectRouteOnlyWhereItApplies) {
       } else {
         H w;
         ASSERT_EQ(sj_plan_execute(p.p, ops.data(), 2, &w.t), SJ_OK) << msg();
-        EXPECT_TRUE((c == 1 ? into_matches : into_every_row_matches)(p.p, ops.data(), 2, w.t->t))
-            << where << " " << not_offered[c];
+        EXPECT_TRUE(into_every_row_matches(p.p, ops.data(), 2, w.t->t)) << where << " " << not_offered[c];
       }
       const char* json = nullptr;
       ASSERT_EQ(sj_plan_explain(p.p, &json), SJ_OK);

@@ -39,13 +39,13 @@ void check_spmspv(sj_context* c, const sj_tensor* A, const sj_tensor* x, sj_semi
       ASSERT_EQ(sj_plan_create(c, SJ_OP_SPMSPV, ops, 2, &o, &plan), SJ_OK) << where << ": " << msg();
       for (int k = 0; k < 2; ++k)
         EXPECT_TRUE(into_matches(plan, ops, 2, ref.t->t)) << where << " schedule " << sc << " dense " << dense << " into";
-      if (!dense) {  // buffers for every row: the push's direct route where it applies
+      // Buffers for every row (a dense y's always are): the push's direct route where offered.
+      if (!dense)
         EXPECT_TRUE(into_every_row_matches(plan, ops, 2, ref.t->t)) << where << " schedule " << sc << " into every row";
-        if (sc == SJ_SCHEDULE_PUSH && ref.t->t.dims[0] < 1000) {  // small: serial whatever the threads
-          const DirectRoute r = direct_route(plan);
-          EXPECT_EQ(r.offered, r.taken) << where;
-          direct_taken += r.taken;
-        }
+      if (sc == SJ_SCHEDULE_PUSH && ref.t->t.dims[0] < 1000) {  // small: serial whatever the threads
+        const DirectRoute r = direct_route(plan);
+        EXPECT_EQ(r.offered, r.taken) << where << " dense " << dense;
+        direct_taken += r.taken;
       }
       sj_plan_destroy(plan);
     }
