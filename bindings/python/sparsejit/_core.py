@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from . import _lib
 from ._coo_tensor import CooTensor
-from ._errors import check
+from ._errors import Error, check
 
 # sj_index_type, sj_value_type, sj_op, sj_format and option names, as in sparsejit.h.
 INT32, INT64 = 0, 1
@@ -17,6 +17,7 @@ _DTYPE_OF_VALUE = {0: np.float32, 1: np.float64, 2: np.bool_}
 _DTYPE_OF_INDEX = {INT32: np.int32, INT64: np.int64}
 _OPS = {"spgemm": 0, "spgemm_masked": 1, "spmspv": 2, "spmv": 3, "ewise_mult": 4, "ewise_add": 5, "transpose": 6}
 FORMAT_CSR, FORMAT_CSC, FORMAT_SPARSE_VECTOR, FORMAT_DENSE = 0, 1, 4, 5
+_FORMAT_NAMES = {FORMAT_CSR: "csr", FORMAT_CSC: "csc", FORMAT_SPARSE_VECTOR: "sparse_vector", FORMAT_DENSE: "dense"}
 _SEMIRINGS = {"plus_times": 0, "min_plus": 1, "max_times": 2, "or_and": 3, "plus_pair": 4}
 _SCHEDULES = {"auto": 0, "reference": 1, "gustavson_dense": 2, "gustavson_hash": 3, "inner": 4, "transpose": 5,
               "search": 6, "densify": 7, "push": 8, "fused": 9}
@@ -270,20 +271,88 @@ class Plan:
         check(_lib.sj_plan_create(self._ctx.handle, _OPS[op], _handles(tensors), len(tensors), ctypes.byref(opts),
                                   ctypes.byref(h)))
         self._handle = h
+        self._result_dtypes = None
 
     @classmethod
     def _from_handle(cls, handle, ctx, op):
         self = cls.__new__(cls)
         self._ctx, self._handle, self.op, self._vector_shape = ctx, handle, op, None
+        self._result_dtypes = None
         return self
 
-    def execute(self, *operands):
+    def _tensors(self, operands):
         if self.op == "spmspv":
             tensors = [_as_tensor(operands[0], self._ctx)] + [Tensor.from_vector(x, self._ctx) for x in operands[1:]]
             self._vector_shape = _vector_shape(operands[1]) if len(operands) > 1 else None
-        else:
-            tensors = [_as_tensor(m, self._ctx) for m in operands]
-        return _execute_into_numpy(self._handle, tensors, self._vector_shape)
+            return tensors
+        return [_as_tensor(m, self._ctx) for m in operands]
+
+    def execute(self, *operands):
+        return _execute_into_numpy(self._handle, self._tensors(operands), self._vector_shape)
+
+    def execute_into(self, *operands, values, indices=None, indptr=None):
+        """Executes into arrays the caller keeps across calls (sj_plan_execute_into): one pass
+        and no result allocated, e.g. an iterative solver's SpMSpV. The result's entries land at
+        the start of `values`, and for a sparse result of `indices` (a sparse vector's indices, a
+        CSR/CSC matrix's column/row indices) and `indptr` (a matrix's pointers, int64); returns
+        the number of stored entries. Arrays with room for every possible result always fit
+        (SpMSpV: A's row count). The dtypes are the result's (`result_dtypes()`); a wrong dtype,
+        a read-only or non-contiguous array raises before the library runs. An array too short
+        gets nothing written and raises InvalidArgumentError naming it."""
+        tensors = self._tensors(operands)
+        fmt, index, value = self.result_dtypes(*operands, _tensors=tensors)
+        arrays = {"values": (values, value)}
+        if fmt != "dense":
+            arrays["indices"] = (indices, index)
+        if fmt in ("csr", "csc"):
+            arrays["indptr"] = (indptr, np.dtype(np.int64))
+        for name, other in (("indices", indices), ("indptr", indptr)):
+            if name not in arrays and other is not None:
+                raise ValueError(f"this plan's result has no {name} (pass values only)")
+        bufs = _lib.OutputBuffers()
+        bufs.struct_size = ctypes.sizeof(bufs)
+        for name, (a, dtype) in arrays.items():
+            if a is None:
+                raise ValueError(f"this plan's result needs {name}= (a writable {np.dtype(dtype)} array)")
+            if not isinstance(a, np.ndarray) or a.dtype != dtype:
+                got = a.dtype if isinstance(a, np.ndarray) else type(a).__name__
+                raise TypeError(f"{name} must be a numpy array of dtype {np.dtype(dtype)}, got {got}")
+            if not a.flags.c_contiguous or not a.flags.writeable:
+                raise ValueError(f"{name} must be writable and C-contiguous")
+            field = {"values": "values", "indices": "crd", "indptr": "pos"}[name]
+            setattr(bufs, field, _ptr(a))
+            setattr(bufs, field + "_capacity", a.size)
+        sizes = _lib.OutputSizes()
+        sizes.struct_size = ctypes.sizeof(sizes)
+        try:
+            check(_lib.sj_plan_execute_into(self._handle, _handles(tensors), len(tensors), ctypes.byref(bufs),
+                                            ctypes.byref(sizes)))
+        except Error as e:  # the library names its C fields: name the arguments instead
+            text = e.message
+            for c_name, py_name in (("buffers.crd", "indices"), ("buffers.pos", "indptr"), ("buffers.values", "values")):
+                text = text.replace(c_name, py_name)
+            raise type(e)(text, e.status) from None
+        return int(sizes.values_len)
+
+    def result_dtypes(self, *operands, _tensors=None):
+        """(format, index dtype, value dtype) of this plan's results, format being "csr",
+        "csc", "sparse_vector" or "dense". Fixed for the plan: found once (by one execution on
+        these operands) and remembered."""
+        if getattr(self, "_result_dtypes", None) is None:
+            if not operands:
+                raise ValueError("result_dtypes() needs the operands the first time (it executes the plan once)")
+            tensors = _tensors if _tensors is not None else self._tensors(operands)
+            sizes = _lib.OutputSizes()
+            sizes.struct_size = ctypes.sizeof(sizes)
+            pending = _lib.handle()
+            check(_lib.sj_plan_execute_sizes(self._handle, _handles(tensors), len(tensors), ctypes.byref(sizes),
+                                             ctypes.byref(pending)))
+            _lib.sj_pending_destroy(pending)
+            if sizes.order >= 3:
+                raise ValueError(f"a result of order {sizes.order} has per-level arrays: use execute()")
+            self._result_dtypes = (_FORMAT_NAMES[sizes.format], np.dtype(_DTYPE_OF_INDEX[sizes.index_type]),
+                                   np.dtype(_DTYPE_OF_VALUE[sizes.value_type]))
+        return self._result_dtypes
 
     def explain(self):
         """The plan's explanation as a dict (operand statistics, candidates, choice, timings)."""

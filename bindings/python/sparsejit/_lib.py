@@ -143,6 +143,8 @@ sj_plan_create = _declare("sj_plan_create", status, handle, ctypes.c_int, ctypes
                           ctypes.POINTER(OpOptions), ctypes.POINTER(handle))
 sj_plan_execute_sizes = _declare("sj_plan_execute_sizes", status, handle, ctypes.POINTER(handle), ctypes.c_int,
                                  ctypes.POINTER(OutputSizes), ctypes.POINTER(handle))
+sj_plan_execute_into = _declare("sj_plan_execute_into", status, handle, ctypes.POINTER(handle), ctypes.c_int,
+                                ctypes.POINTER(OutputBuffers), ctypes.POINTER(OutputSizes))
 sj_pending_fill = _declare("sj_pending_fill", status, handle, ctypes.POINTER(OutputBuffers))
 sj_pending_destroy = _declare("sj_pending_destroy", status, handle)
 sj_plan_explain = _declare("sj_plan_explain", status, handle, ctypes.POINTER(ctypes.c_char_p))

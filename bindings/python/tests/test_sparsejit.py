@@ -106,6 +106,64 @@ class Binding(unittest.TestCase):
         yd = sparsejit.spmspv(A, x, dense_output=True)
         np.testing.assert_allclose(yd, (A @ x).toarray().ravel())
 
+    def test_execute_into_arrays_the_caller_keeps(self):
+        A = random_csr(60, 50, 0.08, 21)
+        x0 = sp.random(50, 1, density=0.2, format="csc", random_state=23)
+        plan = sparsejit.Plan("spmspv", A, x0)
+        self.assertEqual(plan.result_dtypes(A, x0), ("sparse_vector", np.dtype(np.int32), np.dtype(np.float64)))
+        self.assertEqual(plan.result_dtypes()[0], "sparse_vector")  # remembered
+        yi = np.full(60, -7, dtype=np.int32)  # room for every row: always fits
+        yv = np.full(60, np.nan)
+        for seed in range(5):  # new x each call, the same arrays
+            x = sp.random(50, 1, density=0.2, format="csc", random_state=30 + seed)
+            yi.fill(-7)
+            yv.fill(np.nan)
+            k = plan.execute_into(A, x, indices=yi, values=yv)
+            want = plan.execute(A, x)
+            self.assertEqual(k, want.nnz)
+            np.testing.assert_array_equal(yi[:k], want.indices)
+            np.testing.assert_array_equal(yv[:k], want.data)  # the same bits as execute()
+            self.assertTrue((yi[k:] == -7).all() and np.isnan(yv[k:]).all())  # nothing past the result
+        # A dense y: values only.
+        dense = sparsejit.Plan("spmspv", A, x, dense_output=True)
+        y = np.empty(60)
+        self.assertEqual(dense.execute_into(A, x, values=y), 60)
+        np.testing.assert_array_equal(y, dense.execute(A, x))
+        # A CSR product: pointers, indices and values.
+        B = random_csr(50, 40, 0.1, 24)
+        prod = sparsejit.Plan("spgemm", A, B)
+        want = prod.execute(A, B)
+        ptr, ind, val = np.empty(61, np.int64), np.empty(want.nnz + 3, np.int32), np.empty(want.nnz + 3)
+        self.assertEqual(prod.execute_into(A, B, indptr=ptr, indices=ind, values=val), want.nnz)
+        np.testing.assert_array_equal(ptr, want.indptr)
+        np.testing.assert_array_equal(ind[:want.nnz], want.indices)
+        np.testing.assert_array_equal(val[:want.nnz], want.data)
+        # Mistakes are refused before the library writes anything.
+        x = sp.random(50, 1, density=0.2, format="csc", random_state=40)
+        with self.assertRaises(TypeError):
+            plan.execute_into(A, x, indices=yi.astype(np.int64), values=yv)
+        with self.assertRaises(TypeError):
+            plan.execute_into(A, x, indices=yi, values=yv.astype(np.float32))
+        with self.assertRaises(TypeError):
+            plan.execute_into(A, x, indices=list(yi), values=yv)
+        with self.assertRaises(ValueError):
+            plan.execute_into(A, x, values=yv)  # indices missing
+        with self.assertRaises(ValueError):
+            plan.execute_into(A, x, indices=np.zeros(120, np.int32)[::2], values=yv)  # not contiguous
+        frozen = yv.copy()
+        frozen.flags.writeable = False
+        with self.assertRaises(ValueError):
+            plan.execute_into(A, x, indices=yi, values=frozen)
+        with self.assertRaises(ValueError):
+            dense.execute_into(A, x, values=y, indices=yi)  # a dense result has no indices
+        # Too short: nothing written, the library names the array.
+        need = plan.execute(A, x).nnz
+        short_i, short_v = np.full(need - 1, -7, np.int32), np.full(need - 1, np.nan)
+        with self.assertRaises(sparsejit.InvalidArgumentError) as err:
+            plan.execute_into(A, x, indices=short_i, values=short_v)
+        self.assertIn("indices_capacity is %d" % (need - 1), str(err.exception))
+        self.assertTrue((short_i == -7).all() and np.isnan(short_v).all())
+
     def test_masked_spgemm_and_semirings(self):
         A = random_csr(30, 30, 0.15, 8)
         M = random_csr(30, 30, 0.3, 9)
