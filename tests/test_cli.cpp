@@ -125,6 +125,21 @@ TEST(Cli, EnvironmentMistakesAreReported) {
     EXPECT_EQ(r.status, 0) << env << "\n" << r.out;
     EXPECT_EQ(r.out.find("[warning]"), std::string::npos) << env << "\n" << r.out;
   }
+  // The index-notation lane, read whenever a loop-nest kernel is made or looked up.
+  const std::string einsum = "einsum 'a(i) = B(i,j) * C(j,i)' --tensor B=" + repo("cage8.mtx") + ":csr --tensor C=" +
+                             repo("cage8.mtx") + " --repeat 1";
+  Result r = run_cli(einsum, "SPARSEJIT_EINSUM_LANE=w32");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("SPARSEJIT_EINSUM_LANE='w32' is not one of off|w4|w4b|w4n|w8|w8b|w8n|w16|w16b|w16n; using the "
+                       "default lane"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("checksum"), std::string::npos) << "the run went on\n" << r.out;
+  for (const char* env : {"SPARSEJIT_EINSUM_LANE=w8", "SPARSEJIT_EINSUM_LANE=off"}) {
+    r = run_cli(einsum, env);
+    EXPECT_EQ(r.status, 0) << env << "\n" << r.out;
+    EXPECT_EQ(r.out.find("[warning]"), std::string::npos) << env << "\n" << r.out;
+  }
 }
 
 TEST(Cli, InspectAndConvert) {
