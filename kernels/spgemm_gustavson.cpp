@@ -18,6 +18,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "src/dispatch.hpp"
 #include "src/error.hpp"
+#include "src/inspect.hpp"
 #include "src/semiring.hpp"
 #include "kernels/sort_network_avx2.hpp"
 #include "kernels/sparse_assembly.hpp"

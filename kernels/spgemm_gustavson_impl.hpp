@@ -641,9 +641,7 @@ template <class I, class V> class BRowPrefetch {
 
 // The multiply count: a bound on the output's entries in a few instructions per entry of A.
 template <class I, class V> int64_t total_flops(const CsView<I, V>& A, const CsView<I, V>& B) {
-  int64_t f = 0;
-  for (int64_t p = A.pos[0], e = A.pos[A.outer]; p < e; ++p) f += B.pos[A.crd[p] + 1] - B.pos[A.crd[p]];
-  return f;
+  return multiply_count(A.crd + A.pos[0], A.pos[A.outer] - A.pos[0], B.pos);
 }
 
 // Up to this size the result's arrays are sized by the multiply count; past it by the tighter

@@ -102,13 +102,8 @@ MatrixStats transpose_stats(const Tensor& t) {
 int64_t spgemm_flops(const Tensor& a, const Tensor& b) {
   const int64_t* bpos = b.levels[1].pos.as<int64_t>();
   const int64_t n = a.nnz();
-  // One typed loop per coordinate type (crd_at's per-entry switch kept it from unrolling).
-  auto sum = [&](const auto* crd) {
-    int64_t flops = 0;
-    for (int64_t p = 0; p < n; ++p) flops += bpos[crd[p] + 1] - bpos[crd[p]];
-    return flops;
-  };
-  return a.index_type == IndexType::I32 ? sum(a.levels[1].crd.as<int32_t>()) : sum(a.levels[1].crd.as<int64_t>());
+  return a.index_type == IndexType::I32 ? multiply_count(a.levels[1].crd.as<int32_t>(), n, bpos)
+                                        : multiply_count(a.levels[1].crd.as<int64_t>(), n, bpos);
 }
 
 void write_json(JsonWriter& w, const MatrixStats& s) {

@@ -27,6 +27,13 @@ MatrixStats transpose_stats(const Tensor& csr);
 // Exact multiply count of the Gustavson SpGEMM A*B (A, B CSR): sum over A's entries (i,k)
 // of nnz(B row k). O(nnz(A)).
 int64_t spgemm_flops(const Tensor& a_csr, const Tensor& b_csr);
+// The same over A's n coordinates and B's row positions (one typed loop: a per-entry switch on
+// the coordinate type kept it from unrolling).
+template <class I> int64_t multiply_count(const I* a_crd, int64_t n, const int64_t* b_pos) {
+  int64_t flops = 0;
+  for (int64_t p = 0; p < n; ++p) flops += b_pos[a_crd[p] + 1] - b_pos[a_crd[p]];
+  return flops;
+}
 
 void write_json(JsonWriter& w, const MatrixStats& s);
 
