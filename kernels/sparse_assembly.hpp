@@ -3,8 +3,9 @@
 // row order by a prefix sum. Two ways:
 //
 //   assemble_by_pieces   one pass: each chunk writes its rows into the result at their per-row
-//                        upper bound's offset; the chunks' lengths are prefix-summed and the
-//                        chunks moved down over the gaps. One chunk writes straight in.
+//                        upper bound's offset; the chunks are moved down over the gaps in row
+//                        order, each once the chunks before it are done (while later chunks
+//                        are still filling). One chunk writes straight in.
 //   assemble_two_pass    symbolic counts per row -> prefix sum -> numeric fill at the final
 //                        positions; for outputs whose upper bound would be too large.
 //   assemble_serial      the one-chunk case, for a serial caller that knows only the total bound.
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -92,23 +94,41 @@ Tensor assemble_by_pieces(Workers& w, const Partition& p, int64_t rows, int64_t 
   V* val = C.values.template as_mut<V>();
   pos[0] = 0;
   auto start = [&](int64_t c) { return bound_prefix[p.begin(c)] - base + c * slack; };
-  std::vector<int64_t> off(static_cast<size_t>(k) + 1, 0);
+  // Each chunk is moved down to its final place (and its rows' ends made absolute) as soon as
+  // every earlier chunk is done, by the thread that completes that prefix, one chunk at a time
+  // in order: the moves overlap the later chunks' fills, where after all of them they ran on
+  // one thread (4-5 ms of a 42 ms 2-thread SpGEMM of 8.6M entries). Chunk c's destination lies
+  // below start(c + 1), where no later chunk writes, and overlaps only the sources of earlier
+  // chunks, already moved.
+  std::vector<int64_t> count(static_cast<size_t>(k), -1);  // entries of each finished chunk
+  std::mutex mutex;
+  int64_t next = 0, nnz = 0;  // the next chunk to move, and where it goes
+  bool moving = false;        // a thread is moving chunks (then the others only record theirs)
+  auto move_down = [&](int64_t c, int64_t n) {
+    const int64_t from = start(c);
+    if (from != nnz && n > 0) {
+      std::memmove(crd + nnz, crd + from, sizeof(I) * static_cast<size_t>(n));
+      std::memmove(val + nnz, val + from, sizeof(V) * static_cast<size_t>(n));
+    }
+    if (nnz)
+      for (int64_t r = p.begin(c); r < p.end(c); ++r) pos[r + 1] += nnz;
+    nnz += n;
+  };
   w.run_indexed(p, [&](int64_t c, int64_t b, int64_t e) {  // rows' ends relative to the chunk
-    off[c + 1] = fill(b, e, crd + start(c), val + start(c), pos + 1);
+    const int64_t n = fill(b, e, crd + start(c), val + start(c), pos + 1);
+    std::unique_lock lock(mutex);
+    count[c] = n;
+    if (moving) return;
+    moving = true;
+    while (next < k && count[next] >= 0) {
+      const int64_t m = next, entries = count[m];
+      lock.unlock();
+      move_down(m, entries);
+      lock.lock();
+      ++next;
+    }
+    moving = false;
   });
-  for (int64_t c = 0; c < k; ++c) off[c + 1] += off[c];
-  for (int64_t c = 1; c < k; ++c) {
-    const int64_t from = start(c), n = off[c + 1] - off[c];
-    if (from == off[c] || n == 0) continue;
-    std::memmove(crd + off[c], crd + from, sizeof(I) * static_cast<size_t>(n));
-    std::memmove(val + off[c], val + from, sizeof(V) * static_cast<size_t>(n));
-  }
-  w.run_indexed(p, [&](int64_t c, int64_t b, int64_t e) {
-    const int64_t o = off[c];
-    if (o)
-      for (int64_t r = b; r < e; ++r) pos[r + 1] += o;
-  });
-  const int64_t nnz = off[k];
   if (!shrink || nnz * 2 >= capacity || capacity < 1024) return C;
   Tensor E = make_compressed_matrix(alloc, true, rows, cols, nnz, it, vt);
   std::memcpy(E.levels[1].pos.mutable_data(), pos, sizeof(int64_t) * static_cast<size_t>(rows + 1));

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -260,6 +261,66 @@ TEST(SparseAssembly, PiecesAndTwoPassMatchSerial) {
     if (threads > 1) {
       EXPECT_GT(w.chunks, 1);
     }
+  }
+}
+
+// The pieces are moved down in row order, each once the chunks before it are done, by
+// whichever thread completes that prefix: chunks that finish out of order (the first one last,
+// or at random) give the same arrays, and a chunk that fails makes the call fail cleanly.
+TEST(SparseAssembly, PiecesFinishingInAnyOrderAreJoinedInRowOrder) {
+  SplitSmallInputs split;
+  const int64_t rows = 2000, cols = 64;
+  auto len = [](int64_t i) { return (i * 13) % 5; };
+  std::vector<int64_t> bound(rows + 1, 0);
+  for (int64_t i = 0; i < rows; ++i) bound[i + 1] = bound[i] + len(i) + (i % 3);  // gaps of 0-2 per row
+  std::atomic<int64_t> finished{0};
+  auto fill_rows = [&](int64_t r0, int64_t r1, int32_t* oc, double* ov, int64_t* ends, int order) {
+    // order 1: the chunk of row 0 waits (up to a second) until every other chunk is done;
+    // order 2: each chunk waits a pseudo-random while first.
+    if (order == 1 && r0 == 0)
+      for (int spin = 0; spin < 1000 && finished.load() == 0; ++spin) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (order == 2) std::this_thread::sleep_for(std::chrono::microseconds((r0 * 7919) % 300));
+    int64_t q = 0;
+    for (int64_t i = r0; i < r1; ++i) {
+      for (int64_t t = 0; t < len(i); ++t, ++q) {
+        oc[q] = static_cast<int32_t>((i * 11 + t) % cols);
+        ov[q] = static_cast<double>(i) - 0.5 * static_cast<double>(t);
+      }
+      ends[i] = q;
+    }
+    return q;
+  };
+  auto build = [&](int threads, int order) {
+    sj::Workers w = sj::Workers::for_call(context(threads), 0);
+    const sj::Partition p = sj::partition_by_prefix(bound.data(), rows, w, "test");
+    finished = 0;
+    return sj::assemble_by_pieces<int32_t, double>(
+        w, p, rows, cols, bound.data(), 0, sj::default_allocator(), sj::ValueType::F64, false,
+        [&](int64_t r0, int64_t r1, int32_t* oc, double* ov, int64_t* ends) {
+          const int64_t n = fill_rows(r0, r1, oc, ov, ends, order);
+          if (r1 == rows) finished = 1;
+          return n;
+        });
+  };
+  const Tensor want = build(1, 0);
+  ASSERT_EQ(want.nnz(), [&] { int64_t n = 0; for (int64_t i = 0; i < rows; ++i) n += len(i); return n; }());
+  for (int threads : {2, 3, 7})
+    for (int order : {0, 1, 2}) EXPECT_TRUE(same_bits(want, build(threads, order))) << threads << " threads, order " << order;
+  // A chunk that fails: the call throws its error, whatever the others did.
+  for (int threads : {2, 3}) {
+    sj::Workers w = sj::Workers::for_call(context(threads), 0);
+    const sj::Partition p = sj::partition_by_prefix(bound.data(), rows, w, "test");
+    ASSERT_GT(p.chunks(), 2);
+    const int64_t bad = p.begin(p.chunks() / 2);
+    auto failing = [&](int64_t r0, int64_t r1, int32_t* oc, double* ov, int64_t* ends) {
+      if (r0 == bad) sj::fail(SJ_ERR_INTERNAL, "chunk failed on purpose");
+      return fill_rows(r0, r1, oc, ov, ends, 0);
+    };
+    auto call = [&] {
+      return sj::assemble_by_pieces<int32_t, double>(w, p, rows, cols, bound.data(), 0, sj::default_allocator(),
+                                                     sj::ValueType::F64, false, failing);
+    };
+    EXPECT_THROW(call(), sj::Error) << threads << " threads";
   }
 }
 
