@@ -144,14 +144,18 @@ bool dense_fits(const OutputTarget* to, int64_t n) {
   return to && (n == 0 || (to->buffers->values && to->buffers->values_capacity >= n));
 }
 
+// Whether the buffers can hold a sparse y of every row, so that no result can overflow them.
+bool sparse_fits(const OutputBuffers& b, int64_t rows) {
+  return b.crd && b.values && b.crd_capacity >= rows && b.values_capacity >= rows;
+}
+
 // The caller's buffers as the sink of a one-chunk kernel, when they can hold a y of every row
-// (so that no result can overflow them) in the coordinate type computed: the kernel then
-// writes y there itself and nothing is copied. Null otherwise.
+// (sparse_fits) in the coordinate type computed: the kernel then writes y there itself and
+// nothing is copied. Null otherwise.
 template <class I, class V> OutputTarget* direct_target(const ExecInputs& in, int64_t rows, int64_t chunks) {
   OutputTarget* to = in.into;
   if (!to || chunks != 1 || to->index_type != index_type_of<I>()) return nullptr;
-  const OutputBuffers& b = *to->buffers;
-  return b.crd && b.values && b.crd_capacity >= rows && b.values_capacity >= rows ? to : nullptr;
+  return sparse_fits(*to->buffers, rows) ? to : nullptr;
 }
 
 // The sink's entries written straight into the caller's buffers (sj_plan_execute_into), with
@@ -231,9 +235,8 @@ template <class S, class I, class V, bool Dense> bool push_direct(const DirectCa
   const Tensor& a = c.operands[0];  // CSR, not transposed (Push::direct)
   const OutputBuffers& b = *c.into.buffers;
   const int64_t m = a.dims[0];
-  // Buffers that hold a y of every row (as direct_target and dense_fits).
-  if (!a.derived || (Dense ? !dense_fits(&c.into, m) : (!b.crd || !b.values || b.crd_capacity < m || b.values_capacity < m)))
-    return false;
+  // Buffers that hold a y of every row.
+  if (!a.derived || !(Dense ? dense_fits(&c.into, m) : sparse_fits(b, m))) return false;
   const SpVecView<I, V> x = spvec_view<I, V>(c.operands[1]);
   const int64_t* row_pos = a.levels[1].pos.as<int64_t>();
   if (!spmspv::push_serial(spmspv::push_expected_products(row_pos, m, x.nnz, x.n), x.n, c.workers)) return false;
@@ -299,8 +302,7 @@ class Push final : public SpmspvSchedule {
   DirectRun direct(const PlanInputs& in, const void* state) const override {
     const CscSource& src = *static_cast<const CscSource*>(state);
     const sj_op_options& o = in.req.options;
-    const IndexType out = o.output_index_type == -1 ? in.prepared.result_index_type
-                                                     : from_c(static_cast<sj_index_type>(o.output_index_type));
+    const IndexType out = output_index_type(o.output_index_type, in.prepared.result_index_type);
     const bool dense = o.dense_output != 0;
     if (src.zero_copy || o.transpose_a || !is_csr(in.req.operands[0]) || (!dense && out != in.prepared.index_type))
       return nullptr;

@@ -390,7 +390,7 @@ void to_output_index_type(Tensor& result, int requested, IndexType like_inputs, 
   if (result.order == 0) return;
   bool has_coordinates = false;
   for (int l = 0; l < result.order; ++l) has_coordinates |= result.levels[l].kind != LevelKind::Dense;
-  IndexType it = requested == -1 ? like_inputs : from_c(static_cast<sj_index_type>(requested));
+  IndexType it = output_index_type(requested, like_inputs);
   if (!has_coordinates) result.index_type = it;  // nothing to convert: the type is a label
   if (!has_coordinates || it == result.index_type) return;
   result = convert(result, format_spec_of(result), it, alloc);

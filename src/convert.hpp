@@ -44,6 +44,10 @@ Tensor convert(const Tensor& t, const FormatSpec& spec, IndexType it, const Allo
 // and all-dense results have no coordinates: only their label changes. In place: a result
 // already in that type is not moved (a Tensor move is ~100 instructions, a tiny call's tenth).
 void to_output_index_type(Tensor& result, int requested, IndexType like_inputs, const Allocator& alloc);
+// The coordinate type that means: `requested` (an sj_index_type), or `like_inputs` for -1.
+inline IndexType output_index_type(int requested, IndexType like_inputs) {
+  return requested == -1 ? like_inputs : from_c(static_cast<sj_index_type>(requested));
+}
 
 // A CSR or CSC matrix in the other orientation (same matrix): counting sort, O(nnz + n).
 Tensor flip_orientation(const Tensor& t, const Allocator& alloc);

@@ -163,9 +163,7 @@ Tensor Plan::run(const OperandList& operands, OutputTarget* into) {
   Workers workers = Workers::for_call(ctx_, options_.threads);
   // Schedules compute in the operands' common coordinate type; the caller may want another,
   // and by default gets i64 when any operand has it.
-  const int requested = options_.output_index_type;
-  if (into)
-    into->index_type = requested == -1 ? result_index_type_ : from_c(static_cast<sj_index_type>(requested));
+  if (into) into->index_type = output_index_type(options_.output_index_type, result_index_type_);
   // One prvalue either way (a move-assigned Tensor costs ~90 instructions on a tiny call).
   const bool direct = into && direct_ && direct_(DirectCall{operands, ctx_, state_.get(), workers, *into});
   Tensor out = direct ? Tensor{} : run_general(operands, workers, into);

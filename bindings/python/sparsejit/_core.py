@@ -338,7 +338,7 @@ class Plan:
         """(format, index dtype, value dtype) of this plan's results, format being "csr",
         "csc", "sparse_vector" or "dense". Fixed for the plan: found once (by one execution on
         these operands) and remembered."""
-        if getattr(self, "_result_dtypes", None) is None:
+        if self._result_dtypes is None:
             if not operands:
                 raise ValueError("result_dtypes() needs the operands the first time (it executes the plan once)")
             tensors = _tensors if _tensors is not None else self._tensors(operands)
