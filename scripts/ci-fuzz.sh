@@ -13,7 +13,7 @@ build=${2:-build-fuzz}
 start=$(date +%s)
 
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DSPARSEJIT_FUZZ=ON -DSPARSEJIT_BUILD_TESTS=OFF \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DSPARSEJIT_FUZZ=ON -DSPARSEJIT_BUILD_TESTS=OFF \
   -DSPARSEJIT_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j2 --target sparsejit_fuzz
 echo "ci-fuzz: built in $(( $(date +%s) - start )) s"

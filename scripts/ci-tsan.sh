@@ -10,7 +10,7 @@ start=$(date +%s)
 # Only the suites that run threads are built (the rest run under ASan); TSAN_ALL=1 builds all.
 only='/test_(parallel|einsum_parallel|capi|kernel_cache|stress|block_pool|spgemm_structure)\.cpp$'
 [ "${TSAN_ALL:-0}" = 1 ] && only=''
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
       -DSPARSEJIT_TSAN=ON -DSPARSEJIT_BUILD_BENCH=OFF -DSPARSEJIT_TEST_ONLY="$only" >/dev/null
 cmake --build build-tsan -j2 --target sparsejit_tests
 built=$(date +%s)
