@@ -32,6 +32,7 @@
 
 #include <absl/container/inlined_vector.h>
 
+#include "kernels/push_runs_avx2.hpp"
 #include "kernels/sort_network_avx2.hpp"
 #include "src/block_pool.hpp"
 #include "src/tensor.hpp"
@@ -221,6 +222,32 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
       list[cnt++] = i;
     }
   };
+  // Columns that begin with four consecutive rows (mesh matrices) are walked with such runs
+  // done four products at a time (kernels/push_runs_avx2.hpp), where S and V have that form.
+  enum Walk { kAll, kBounded, kBackward };
+#ifdef SJ_PUSH_RUNS_AVAILABLE
+  constexpr bool kRuns = push_runs::kVectorised<S, V>;
+  const bool runs = kRuns && push_runs::available();
+#else
+  constexpr bool kRuns = false;
+  const bool runs = false;
+#endif
+  // Whether entries [b, e) of a column begin with a run (W == kBackward: end with one).
+  auto starts_run = [&](int64_t b, int64_t e, bool from_end = false) {
+    if constexpr (!kRuns) return false;
+    return runs && e - b >= 4 && (from_end ? crd[e - 1] - crd[e - 4] == 3 : crd[b + 3] - crd[b] == 3);
+  };
+  // Walks entries [b, e) as the runs walk W (push_runs::Walk) bounded by `limit`; returns cnt.
+  auto run_walk = [&]<int W>(std::integral_constant<int, W>, int64_t b, int64_t e, int64_t limit, V xj) -> int64_t {
+#ifdef SJ_PUSH_RUNS_AVAILABLE
+    if constexpr (kRuns) {
+      constexpr int RW = W == kAll ? push_runs::kAll : W == kBounded ? push_runs::kBelow : push_runs::kFromEnd;
+      return push_runs::column<RW, I, V>(crd, val, b, e, limit, xj, acc, mark, list, cnt);
+    }
+#endif
+    (void)b, (void)e, (void)limit, (void)xj;
+    return cnt;
+  };
   if (cuts) {
     const int64_t* lo = cuts->lo(c);
     const int64_t* hi = cuts->hi(c);
@@ -230,6 +257,10 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
         __builtin_prefetch(val + lo[p + kPushPrefetch]);
       }
       const V xj = x.val[p];
+      if (starts_run(lo[p], hi[p])) {
+        cnt = run_walk(std::integral_constant<int, kAll>{}, lo[p], hi[p], 0, xj);
+        continue;
+      }
       for (int64_t q = lo[p], e = hi[p]; q < e; ++q) add1(q, xj);
     }
     finish(list, cnt, acc, mark);
@@ -242,12 +273,15 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
   // One loop per way of walking a column (all rows, the first of two chunks, the last), each
   // with the prefetches unconditional until the last 16 entries of x: the tests per entry of
   // x were a quarter of its own work (~30 instructions) on short columns.
-  enum Walk { kAll, kBounded, kBackward };
-  auto walk = [&]<int W>(std::integral_constant<int, W>) {
+  auto walk = [&]<int W>(std::integral_constant<int, W> walk_kind) {
     auto column = [&](int64_t p) {
       const int64_t j = x.idx[p];
       const V xj = x.val[p];
       const int64_t b = pos[j], e = pos[j + 1];
+      if (starts_run(b, e, W == kBackward)) {
+        cnt = run_walk(walk_kind, b, e, W == kBackward ? r0 : r1, xj);
+        return;
+      }
       if constexpr (W == kBackward) {
         for (int64_t q = e - 1; q >= b && crd[q] >= r0; --q) add1(q, xj);
       } else if constexpr (W == kBounded) {

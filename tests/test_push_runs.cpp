@@ -1,0 +1,155 @@
+// The push's AVX2 walk of runs of four consecutive rows (kernels/push_runs_avx2.hpp), checked
+// bit for bit against the first-touch accumulation the exactness contract defines, on mesh-like
+// matrices whose columns are made of node blocks (runs of 1-7 rows, some with a row missing,
+// blocks at the last rows of A): every way a chunk walks a column (all rows, the first and the
+// last of two chunks, cut ranges of three and seven chunks), sparse and dense y, f32 and f64,
+// int32 and int64 rows, accumulators left touched by earlier x entries in every pattern, and
+// semirings without a vector form (which must take the scalar walk and agree too).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/spmspv_kernels.hpp"
+#include "src/semiring.hpp"
+
+#if defined(SJ_PUSH_RUNS_AVAILABLE)
+namespace {
+
+template <class I, class V> struct Csc {
+  int64_t m = 0, n = 0;
+  std::vector<int64_t> pos{0};
+  std::vector<I> crd;
+  std::vector<V> val;
+  sj::CsView<I, V> view() const {
+    sj::CsView<I, V> v;
+    v.outer = n;
+    v.inner = m;
+    v.pos = pos.data();
+    v.crd = crd.data();
+    v.val = val.data();
+    return v;
+  }
+};
+
+// Rows grouped into nodes of 1-7 rows; each column holds whole nodes, now and then less one row.
+template <class I, class V> Csc<I, V> mesh_matrix(std::mt19937& rng, int64_t m, int64_t n, double node_density) {
+  std::vector<int64_t> node_start{0};
+  while (node_start.back() < m) node_start.push_back(std::min<int64_t>(m, node_start.back() + 1 + rng() % 7));
+  const int64_t nodes = static_cast<int64_t>(node_start.size()) - 1;
+  std::uniform_real_distribution<double> u(0, 1);
+  Csc<I, V> a;
+  a.m = m;
+  a.n = n;
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t k = 0; k < nodes; ++k) {
+      // The last node always in some columns: runs that end at row m - 1.
+      if (!(u(rng) < node_density || (k == nodes - 1 && j % 5 == 0))) continue;
+      const int64_t skip = u(rng) < 0.15 ? node_start[k] + static_cast<int64_t>(rng() % (node_start[k + 1] - node_start[k])) : -1;
+      for (int64_t i = node_start[k]; i < node_start[k + 1]; ++i) {
+        if (i == skip) continue;
+        a.crd.push_back(static_cast<I>(i));
+        a.val.push_back(static_cast<V>(u(rng) < 0.5 ? static_cast<double>(rng() % 9) - 4 : u(rng) * 3 - 1));
+      }
+    }
+    a.pos.push_back(static_cast<int64_t>(a.crd.size()));
+  }
+  return a;
+}
+
+// y by the contract: x's entries in increasing j, each row's first product taken as is, the
+// next ones added with S::add.
+template <class S, class I, class V>
+void expected_y(const Csc<I, V>& a, const std::vector<I>& xi, const std::vector<V>& xv, std::vector<V>& acc,
+                std::vector<uint8_t>& has) {
+  acc.assign(static_cast<size_t>(a.m), S::zero());
+  has.assign(static_cast<size_t>(a.m), 0);
+  for (size_t p = 0; p < xi.size(); ++p)
+    for (int64_t q = a.pos[xi[p]]; q < a.pos[xi[p] + 1]; ++q) {
+      const I i = a.crd[q];
+      const V prod = S::mul(a.val[q], xv[p]);
+      acc[i] = has[i] ? S::add(acc[i], prod) : prod;
+      has[i] = 1;
+    }
+}
+
+template <class S, class I, class V> void check_round(std::mt19937& rng, int round) {
+  const int64_t m = 1 + static_cast<int64_t>(rng() % 300), n = 1 + static_cast<int64_t>(rng() % 120);
+  const Csc<I, V> a = mesh_matrix<I, V>(rng, m, n, round % 3 == 0 ? 0.5 : 0.08);
+  const double density = round % 4 == 0 ? 1.0 : 0.05 + 0.1 * (round % 5);
+  std::vector<I> xi;
+  std::vector<V> xv;
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int64_t j = 0; j < n; ++j)
+    if (u(rng) < density) xi.push_back(static_cast<I>(j)), xv.push_back(static_cast<V>(u(rng) * 2 - 0.5));
+  sj::SpVecView<I, V> x;
+  x.n = n;
+  x.nnz = static_cast<int64_t>(xi.size());
+  x.idx = xi.data();
+  x.val = xv.data();
+  std::vector<V> want;
+  std::vector<uint8_t> has;
+  expected_y<S>(a, xi, xv, want, has);
+  const sj::CsView<I, V> A = a.view();
+  const std::string where = "round " + std::to_string(round) + " " + std::to_string(m) + "x" + std::to_string(n);
+
+  // Sparse y over chunkings of 1, 2, 3 and 7 chunks (two chunks walk forward and backward,
+  // more read cut ranges).
+  for (int64_t chunks : {1, 2, 3, 7}) {
+    sj::Partition part;
+    part.bounds.clear();
+    for (int64_t c = 0; c <= chunks; ++c) part.bounds.push_back(m * c / chunks);
+    sj::Workers w = sj::Workers::serial();
+    std::vector<I> oi(static_cast<size_t>(m));
+    std::vector<V> ov(static_cast<size_t>(m));
+    sj::spmspv::RowSink<I, V> sink;
+    sink.idx = oi.data();
+    sink.val = ov.data();
+    sj::spmspv::push_sparse<S>(A, x, part, w, sink);
+    std::vector<I> gi(static_cast<size_t>(sink.count));
+    std::vector<V> gv(static_cast<size_t>(sink.count));
+    sink.gather(gi.data(), gv.data());
+    int64_t k = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      if (!has[i]) continue;
+      ASSERT_LT(k, sink.count) << where << " chunks " << chunks;
+      ASSERT_EQ(gi[k], i) << where << " chunks " << chunks;
+      ASSERT_EQ(std::memcmp(&gv[k], &want[i], sizeof(V)), 0) << where << " chunks " << chunks << " row " << i;
+      ++k;
+    }
+    ASSERT_EQ(k, sink.count) << where << " chunks " << chunks;
+
+    std::vector<V> y(static_cast<size_t>(m), V(-99));
+    sj::spmspv::push_dense<S>(A, x, y.data(), part, w);
+    for (int64_t i = 0; i < m; ++i)
+      ASSERT_EQ(std::memcmp(&y[i], &want[i], sizeof(V)), 0) << where << " dense, chunks " << chunks << " row " << i;
+  }
+}
+
+template <class S, class I, class V> void check_type(unsigned seed) {
+  std::mt19937 rng(seed);
+  for (int round = 0; round < 120; ++round) {
+    check_round<S, I, V>(rng, round);
+    if (testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(PushRuns, MeshMatricesMatchTheContractBitForBit) {
+  if (!sj::push_runs::available()) GTEST_SKIP() << "CPU lacks AVX2";
+  static_assert(sj::push_runs::kVectorised<sj::PlusTimes<double>, double>);
+  static_assert(sj::push_runs::kVectorised<sj::PlusTimes<float>, float>);
+  check_type<sj::PlusTimes<double>, int32_t, double>(1);
+  check_type<sj::PlusTimes<double>, int64_t, double>(2);
+  check_type<sj::PlusTimes<float>, int32_t, float>(3);
+  check_type<sj::PlusTimes<float>, int64_t, float>(4);
+}
+
+TEST(PushRuns, SemiringsWithoutAVectorFormAgreeToo) {
+  static_assert(!sj::push_runs::kVectorised<sj::MinPlus<double>, double>);
+  check_type<sj::MinPlus<double>, int32_t, double>(5);
+  check_type<sj::MaxTimes<float>, int64_t, float>(6);
+}
+
+}  // namespace
+#endif
