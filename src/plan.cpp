@@ -142,11 +142,28 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
                      inspect_ms_, plan_ms_);
 }
 
-Tensor Plan::execute(const OperandList& operands) { return run(operands, nullptr); }
+Tensor Plan::execute(const OperandList& operands) {
+  const CallClock clock = begin_call(operands);
+  Workers workers = Workers::for_call(ctx_, options_.threads);
+  Tensor out = run_general(operands, workers, nullptr);
+  end_call(workers, false, clock);
+  return out;
+}
 
-void Plan::execute_into(const OperandList& operands, OutputTarget& target) { run(operands, &target); }
+// No result tensor is made here, not even an empty one (zeroing a Tensor was ~50 of a tiny
+// call's ~1,200 instructions).
+void Plan::execute_into(const OperandList& operands, OutputTarget& target) {
+  const CallClock clock = begin_call(operands);
+  Workers workers = Workers::for_call(ctx_, options_.threads);
+  // Schedules compute in the operands' common coordinate type; the caller may want another,
+  // and by default gets i64 when any operand has it.
+  target.index_type = output_index_type(options_.output_index_type, result_index_type_);
+  const bool direct = direct_ && direct_(DirectCall{operands, ctx_, state_.get(), workers, target});
+  if (!direct) run_general(operands, workers, &target);
+  end_call(workers, direct, clock);
+}
 
-Tensor Plan::run(const OperandList& operands, OutputTarget* into) {
+Plan::CallClock Plan::begin_call(const OperandList& operands) const {
   if (operands.size() != signatures_.size())
     fail(SJ_ERR_INVALID_ARGUMENT, "plan for ", to_string(op_), " takes ", signatures_.size(), " operands, got ",
          operands.size());
@@ -156,25 +173,21 @@ Tensor Plan::run(const OperandList& operands, OutputTarget* into) {
            ") does not match the planned one (shape, format and types must be the same)");
   // Timed: the first executions, then one in kTimeEvery (two reads of the time-stamp counter
   // were ~14% of a call into the caller's buffers on a tiny SpMSpV).
-  constexpr auto relaxed = std::memory_order_relaxed;
-  const int64_t nth = executions_.load(relaxed);
+  const int64_t nth = executions_.load(std::memory_order_relaxed);
   const bool timed = nth < kTimedFirst || nth % kTimeEvery == 0;
-  const uint64_t t0 = timed ? CycleClock::now() : 0;
-  Workers workers = Workers::for_call(ctx_, options_.threads);
-  // Schedules compute in the operands' common coordinate type; the caller may want another,
-  // and by default gets i64 when any operand has it.
-  if (into) into->index_type = output_index_type(options_.output_index_type, result_index_type_);
-  // One prvalue either way (a move-assigned Tensor costs ~90 instructions on a tiny call).
-  const bool direct = into && direct_ && direct_(DirectCall{operands, ctx_, state_.get(), workers, *into});
-  Tensor out = direct ? Tensor{} : run_general(operands, workers, into);
+  return {timed, timed ? CycleClock::now() : 0};
+}
+
+void Plan::end_call(const Workers& workers, bool direct, CallClock clock) {
   // Records for explain: relaxed, as explain only reports the latest values (and a seq_cst
   // store is a locked instruction, which on tiny inputs is a measurable part of a call).
+  constexpr auto relaxed = std::memory_order_relaxed;
   last_threads_.store(workers.threads, relaxed);
   last_chunks_.store(workers.chunks, relaxed);
   last_partition_.store(workers.basis, relaxed);
   last_direct_.store(direct, relaxed);
-  if (timed) {
-    const double ms = CycleClock::to_ms(CycleClock::now() - t0);
+  if (clock.timed) {
+    const double ms = CycleClock::to_ms(CycleClock::now() - clock.t0);
     if (first_execute_ms_.load(relaxed) < 0) {
       double expected = -1;
       first_execute_ms_.compare_exchange_strong(expected, ms);
@@ -182,7 +195,6 @@ Tensor Plan::run(const OperandList& operands, OutputTarget* into) {
     last_execute_ms_.store(ms, relaxed);
   }
   executions_.fetch_add(1, relaxed);
-  return out;
 }
 
 Tensor Plan::run_general(const OperandList& operands, Workers& workers, OutputTarget* into) {

@@ -64,9 +64,16 @@ class Plan {
   const Context& context() const { return ctx_; }
 
  private:
-  Tensor run(const OperandList& operands, OutputTarget* into);
-  // The general path of run(): the request, the operands in kernel form, the schedule's run,
-  // and a copy into the caller's buffers for schedules that return their result.
+  // Around every execution: begin_call checks the operands against the planned signatures and
+  // starts the clock of a timed execution; end_call records what explain reports.
+  struct CallClock {
+    bool timed;
+    uint64_t t0;
+  };
+  CallClock begin_call(const OperandList& operands) const;
+  void end_call(const Workers& workers, bool direct, CallClock clock);
+  // The general path of an execution: the request, the operands in kernel form, the schedule's
+  // run, and a copy into the caller's buffers for schedules that return their result.
   Tensor run_general(const OperandList& operands, Workers& workers, OutputTarget* into);
 
   const Context& ctx_;
