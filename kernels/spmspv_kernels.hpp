@@ -235,7 +235,7 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
   // Whether entries [b, e) of a column begin with a run (W == kBackward: end with one).
   auto starts_run = [&](int64_t b, int64_t e, bool from_end = false) {
     if constexpr (!kRuns) return false;
-    return runs && e - b >= 4 && (from_end ? crd[e - 1] - crd[e - 4] == 3 : crd[b + 3] - crd[b] == 3);
+    return e - b >= 4 && runs && (from_end ? crd[e - 1] - crd[e - 4] == 3 : crd[b + 3] - crd[b] == 3);
   };
   // Walks entries [b, e) as the runs walk W (push_runs::Walk) bounded by `limit`; returns cnt.
   auto run_walk = [&]<int W>(std::integral_constant<int, W>, int64_t b, int64_t e, int64_t limit, V xj) -> int64_t {
