@@ -9,9 +9,11 @@
 // Exactness: each accumulator still adds its products in increasing j (a column is one j), as
 // S::add(acc, S::mul(a, x)) with the same operands, and a row new to the accumulator takes its
 // product unchanged (a blend, not an addition to a stale value). The functions are compiled
-// for AVX2 without FMA, so a multiply and an add stay two roundings. Only plus-times over f32
-// and f64 has a vector form here; other semirings and types walk every column one row at a
-// time.
+// for AVX2 without FMA, so a multiply and an add stay two roundings. min and max are vminp /
+// vmaxp with the product first, which is std::min(acc, p) and std::max(acc, p) exactly, NaN
+// and signed zeros included ((p < acc) ? p : acc, (acc < p) ? p : acc). Plus-times,
+// min-plus, max-times and plus-pair over f32 and f64 have the vector form; or-and over bool
+// walks every column one row at a time.
 #pragma once
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -35,7 +37,9 @@ inline bool available() {
 
 // Semiring and value types with a vector form.
 template <class S, class V>
-constexpr bool kVectorised = std::is_same_v<S, PlusTimes<V>> && (std::is_same_v<V, double> || std::is_same_v<V, float>);
+constexpr bool kVectorised = (std::is_same_v<V, double> || std::is_same_v<V, float>) &&
+                             (std::is_same_v<S, PlusTimes<V>> || std::is_same_v<S, MinPlus<V>> ||
+                              std::is_same_v<S, MaxTimes<V>> || std::is_same_v<S, PlusPair<V>>);
 
 // Four values of V in one register, and the operations the run needs.
 template <class V> struct Quad;
@@ -46,6 +50,8 @@ template <> struct Quad<double> {
   [[gnu::target("avx2"), gnu::always_inline]] static R broadcast(double v) { return _mm256_set1_pd(v); }
   [[gnu::target("avx2"), gnu::always_inline]] static R mul(R a, R b) { return _mm256_mul_pd(a, b); }
   [[gnu::target("avx2"), gnu::always_inline]] static R add(R a, R b) { return _mm256_add_pd(a, b); }
+  [[gnu::target("avx2"), gnu::always_inline]] static R min(R a, R b) { return _mm256_min_pd(a, b); }
+  [[gnu::target("avx2"), gnu::always_inline]] static R max(R a, R b) { return _mm256_max_pd(a, b); }
   // Lane r of `touched` where mark byte r of `marks` is set, else lane r of `fresh`.
   [[gnu::target("avx2"), gnu::always_inline]] static R select(uint32_t marks, R touched, R fresh) {
     const __m256i wide = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(static_cast<int>(marks)));
@@ -60,10 +66,28 @@ template <> struct Quad<float> {
   [[gnu::target("avx2"), gnu::always_inline]] static R broadcast(float v) { return _mm_set1_ps(v); }
   [[gnu::target("avx2"), gnu::always_inline]] static R mul(R a, R b) { return _mm_mul_ps(a, b); }
   [[gnu::target("avx2"), gnu::always_inline]] static R add(R a, R b) { return _mm_add_ps(a, b); }
+  [[gnu::target("avx2"), gnu::always_inline]] static R min(R a, R b) { return _mm_min_ps(a, b); }
+  [[gnu::target("avx2"), gnu::always_inline]] static R max(R a, R b) { return _mm_max_ps(a, b); }
   [[gnu::target("avx2"), gnu::always_inline]] static R select(uint32_t marks, R touched, R fresh) {
     const __m128i wide = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(marks)));
     const __m128i set = _mm_cmpgt_epi32(wide, _mm_setzero_si128());
     return _mm_blendv_ps(fresh, touched, _mm_castsi128_ps(set));
+  }
+};
+
+// S's multiply and add on four lanes: mul(values of A, x broadcast), add(accumulators, products).
+template <class S, class V> struct QuadOps {
+  using Q = Quad<V>;
+  using R = typename Q::R;
+  [[gnu::target("avx2"), gnu::always_inline]] static R mul(R a, R xv) {
+    if constexpr (std::is_same_v<S, MinPlus<V>>) return Q::add(a, xv);
+    else if constexpr (std::is_same_v<S, PlusPair<V>>) return Q::broadcast(V(1));
+    else return Q::mul(a, xv);
+  }
+  [[gnu::target("avx2"), gnu::always_inline]] static R add(R acc, R prod) {
+    if constexpr (std::is_same_v<S, MinPlus<V>>) return Q::min(prod, acc);
+    else if constexpr (std::is_same_v<S, MaxTimes<V>>) return Q::max(prod, acc);
+    else return Q::add(acc, prod);
   }
 };
 
@@ -83,10 +107,10 @@ template <class I> [[gnu::target("avx2"), gnu::always_inline]] inline void appen
 enum Walk { kAll, kBelow, kFromEnd };
 
 // One row's product, as the scalar push does it.
-template <class I, class V>
+template <class S, class I, class V>
 [[gnu::target("avx2"), gnu::always_inline]] inline void add_one(I i, V prod, V* acc, uint8_t* mark, I* list, int64_t& cnt) {
   if (mark[i]) {
-    acc[i] = acc[i] + prod;
+    acc[i] = S::add(acc[i], prod);
   } else {
     mark[i] = 1;
     acc[i] = prod;
@@ -95,13 +119,13 @@ template <class I, class V>
 }
 
 // Four consecutive rows first .. first+3 with the products in `prod`.
-template <class I, class V>
+template <class S, class I, class V>
 [[gnu::target("avx2"), gnu::always_inline]] inline void add_four(I first, typename Quad<V>::R prod, V* acc, uint8_t* mark,
                                                                  I* list, int64_t& cnt) {
   constexpr uint32_t kAllSet = 0x01010101u;
   uint32_t marks;
   std::memcpy(&marks, mark + first, 4);
-  const typename Quad<V>::R sum = Quad<V>::add(Quad<V>::load(acc + first), prod);
+  const typename Quad<V>::R sum = QuadOps<S, V>::add(Quad<V>::load(acc + first), prod);
   Quad<V>::store(acc + first, Quad<V>::select(marks, sum, prod));
   if (marks == kAllSet) return;
   std::memcpy(mark + first, &kAllSet, 4);
@@ -117,7 +141,7 @@ template <class I, class V>
 // Column entries [q, e) of A (rows crd, values val) times xj into the accumulator; returns
 // the new touched count. kBelow stops at the first row >= limit; kFromEnd walks from e - 1
 // down to q and stops at the first row < limit.
-template <int W, class I, class V>
+template <int W, class S, class I, class V>
 [[gnu::target("avx2")]] int64_t column(const I* crd, const V* val, int64_t q, int64_t e, int64_t limit, V xj, V* acc,
                                        uint8_t* mark, I* list, int64_t cnt) {
   const typename Quad<V>::R xv = Quad<V>::broadcast(xj);
@@ -128,28 +152,28 @@ template <int W, class I, class V>
       if (last < limit) return cnt;
       const I first = crd[k - 3];
       if (last - first == 3 && first >= limit) {
-        add_four<I, V>(first, Quad<V>::mul(Quad<V>::load(val + k - 3), xv), acc, mark, list, cnt);
+        add_four<S, I, V>(first, QuadOps<S, V>::mul(Quad<V>::load(val + k - 3), xv), acc, mark, list, cnt);
         k -= 4;
       } else {
-        add_one(last, val[k] * xj, acc, mark, list, cnt);
+        add_one<S>(last, S::mul(val[k], xj), acc, mark, list, cnt);
         --k;
       }
     }
-    for (; k >= q && crd[k] >= limit; --k) add_one(crd[k], val[k] * xj, acc, mark, list, cnt);
+    for (; k >= q && crd[k] >= limit; --k) add_one<S>(crd[k], S::mul(val[k], xj), acc, mark, list, cnt);
   } else {
     for (; q + 4 <= e; ) {
       const I first = crd[q];
       if (W == kBelow && first >= limit) return cnt;
       const I last = crd[q + 3];
       if (last - first == 3 && (W == kAll || last < limit)) {
-        add_four<I, V>(first, Quad<V>::mul(Quad<V>::load(val + q), xv), acc, mark, list, cnt);
+        add_four<S, I, V>(first, QuadOps<S, V>::mul(Quad<V>::load(val + q), xv), acc, mark, list, cnt);
         q += 4;
       } else {
-        add_one(first, val[q] * xj, acc, mark, list, cnt);
+        add_one<S>(first, S::mul(val[q], xj), acc, mark, list, cnt);
         ++q;
       }
     }
-    for (; q < e && (W == kAll || crd[q] < limit); ++q) add_one(crd[q], val[q] * xj, acc, mark, list, cnt);
+    for (; q < e && (W == kAll || crd[q] < limit); ++q) add_one<S>(crd[q], S::mul(val[q], xj), acc, mark, list, cnt);
   }
   return cnt;
 }

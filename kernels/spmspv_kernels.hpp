@@ -242,7 +242,7 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
 #ifdef SJ_PUSH_RUNS_AVAILABLE
     if constexpr (kRuns) {
       constexpr int RW = W == kAll ? push_runs::kAll : W == kBounded ? push_runs::kBelow : push_runs::kFromEnd;
-      return push_runs::column<RW, I, V>(crd, val, b, e, limit, xj, acc, mark, list, cnt);
+      return push_runs::column<RW, S, I, V>(crd, val, b, e, limit, xj, acc, mark, list, cnt);
     }
 #endif
     (void)b, (void)e, (void)limit, (void)xj;

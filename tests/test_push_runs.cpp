@@ -3,12 +3,14 @@
 // matrices whose columns are made of node blocks (runs of 1-7 rows, some with a row missing,
 // blocks at the last rows of A): every way a chunk walks a column (all rows, the first and the
 // last of two chunks, cut ranges of three and seven chunks), sparse and dense y, f32 and f64,
-// int32 and int64 rows, accumulators left touched by earlier x entries in every pattern, and
-// semirings without a vector form (which must take the scalar walk and agree too).
+// int32 and int64 rows, accumulators left touched by earlier x entries in every pattern, every
+// semiring with a vector form, and or-and over bool (which takes the scalar walk).
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/spmspv_kernels.hpp"
@@ -33,8 +35,15 @@ template <class I, class V> struct Csc {
   }
 };
 
+// A value of type V from d (bool: 1 for d > 0.5).
+template <class V> V value(double d) {
+  if constexpr (std::is_same_v<V, uint8_t>) return d > 0.5 ? 1 : 0;  // NaN: 0
+  else return static_cast<V>(d);
+}
+
 // Rows grouped into nodes of 1-7 rows; each column holds whole nodes, now and then less one row.
-template <class I, class V> Csc<I, V> mesh_matrix(std::mt19937& rng, int64_t m, int64_t n, double node_density) {
+template <class I, class V>
+Csc<I, V> mesh_matrix(std::mt19937& rng, int64_t m, int64_t n, double node_density, bool nan) {
   std::vector<int64_t> node_start{0};
   while (node_start.back() < m) node_start.push_back(std::min<int64_t>(m, node_start.back() + 1 + rng() % 7));
   const int64_t nodes = static_cast<int64_t>(node_start.size()) - 1;
@@ -50,7 +59,12 @@ template <class I, class V> Csc<I, V> mesh_matrix(std::mt19937& rng, int64_t m, 
       for (int64_t i = node_start[k]; i < node_start[k + 1]; ++i) {
         if (i == skip) continue;
         a.crd.push_back(static_cast<I>(i));
-        a.val.push_back(static_cast<V>(u(rng) < 0.5 ? static_cast<double>(rng() % 9) - 4 : u(rng) * 3 - 1));
+        const double r = u(rng);
+        // Signed zeros and (in some matrices) NaN: where min / max must pick as std::min /
+        // std::max do.
+        const double v = r < 0.1 ? -0.0 : r < 0.13 && nan ? std::numeric_limits<double>::quiet_NaN()
+                         : r < 0.55 ? static_cast<double>(rng() % 9) - 4 : u(rng) * 3 - 1;
+        a.val.push_back(value<V>(v));
       }
     }
     a.pos.push_back(static_cast<int64_t>(a.crd.size()));
@@ -76,13 +90,13 @@ void expected_y(const Csc<I, V>& a, const std::vector<I>& xi, const std::vector<
 
 template <class S, class I, class V> void check_round(std::mt19937& rng, int round) {
   const int64_t m = 1 + static_cast<int64_t>(rng() % 300), n = 1 + static_cast<int64_t>(rng() % 120);
-  const Csc<I, V> a = mesh_matrix<I, V>(rng, m, n, round % 3 == 0 ? 0.5 : 0.08);
+  const Csc<I, V> a = mesh_matrix<I, V>(rng, m, n, round % 3 == 0 ? 0.5 : 0.08, round % 7 == 3);
   const double density = round % 4 == 0 ? 1.0 : 0.05 + 0.1 * (round % 5);
   std::vector<I> xi;
   std::vector<V> xv;
   std::uniform_real_distribution<double> u(0, 1);
   for (int64_t j = 0; j < n; ++j)
-    if (u(rng) < density) xi.push_back(static_cast<I>(j)), xv.push_back(static_cast<V>(u(rng) * 2 - 0.5));
+    if (u(rng) < density) xi.push_back(static_cast<I>(j)), xv.push_back(value<V>(u(rng) < 0.1 ? -0.0 : u(rng) * 2 - 0.5));
   sj::SpVecView<I, V> x;
   x.n = n;
   x.nnz = static_cast<int64_t>(xi.size());
@@ -138,17 +152,26 @@ template <class S, class I, class V> void check_type(unsigned seed) {
 TEST(PushRuns, MeshMatricesMatchTheContractBitForBit) {
   if (!sj::push_runs::available()) GTEST_SKIP() << "CPU lacks AVX2";
   static_assert(sj::push_runs::kVectorised<sj::PlusTimes<double>, double>);
-  static_assert(sj::push_runs::kVectorised<sj::PlusTimes<float>, float>);
+  static_assert(sj::push_runs::kVectorised<sj::MinPlus<float>, float>);
   check_type<sj::PlusTimes<double>, int32_t, double>(1);
   check_type<sj::PlusTimes<double>, int64_t, double>(2);
   check_type<sj::PlusTimes<float>, int32_t, float>(3);
   check_type<sj::PlusTimes<float>, int64_t, float>(4);
 }
 
-TEST(PushRuns, SemiringsWithoutAVectorFormAgreeToo) {
-  static_assert(!sj::push_runs::kVectorised<sj::MinPlus<double>, double>);
+// min and max keep std::min / std::max's choice (ties and signed zeros: the accumulator).
+TEST(PushRuns, OtherSemiringsMatchTheContractBitForBit) {
+  if (!sj::push_runs::available()) GTEST_SKIP() << "CPU lacks AVX2";
   check_type<sj::MinPlus<double>, int32_t, double>(5);
-  check_type<sj::MaxTimes<float>, int64_t, float>(6);
+  check_type<sj::MinPlus<float>, int64_t, float>(6);
+  check_type<sj::MaxTimes<double>, int64_t, double>(7);
+  check_type<sj::MaxTimes<float>, int32_t, float>(8);
+  check_type<sj::PlusPair<double>, int32_t, double>(9);
+}
+
+TEST(PushRuns, BoolOrAndTakesTheScalarWalkAndAgrees) {
+  static_assert(!sj::push_runs::kVectorised<sj::OrAnd<uint8_t>, uint8_t>);
+  check_type<sj::OrAnd<uint8_t>, int32_t, uint8_t>(10);
 }
 
 }  // namespace
