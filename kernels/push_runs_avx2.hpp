@@ -15,11 +15,31 @@
 // min-plus, max-times and plus-pair over f32 and f64 have the vector form; or-and over bool
 // walks every column one row at a time.
 #pragma once
+#include <cstdint>
+
+namespace sj::push_runs {
+
+// How a chunk walks a column (the scalar push too): every row; rows below `limit` from the
+// start; rows at or above `limit` from the end (the two chunks of a two-thread push).
+enum Walk { kAll, kBelow, kFromEnd };
+
+// One product into the sparse accumulator: a row's first product is taken as is and marked
+// and listed, later ones are added (the scalar push's step, and the run walk's outside runs).
+template <class S, class I, class V> inline void add_one(I i, V prod, V* acc, uint8_t* mark, I* list, int64_t& cnt) {
+  if (mark[i]) {
+    acc[i] = S::add(acc[i], prod);
+  } else {
+    mark[i] = 1;
+    acc[i] = prod;
+    list[cnt++] = i;
+  }
+}
+
+}  // namespace sj::push_runs
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -29,8 +49,8 @@
 
 namespace sj::push_runs {
 
-// Whether this CPU runs the AVX2 column walk.
-inline bool available() {
+// Whether this CPU runs the AVX2 column walk (inlined: it is read on every push call).
+[[gnu::always_inline]] inline bool available() {
   static const bool yes = __builtin_cpu_supports("avx2");
   return yes;
 }
@@ -99,22 +119,6 @@ template <class I> [[gnu::target("avx2"), gnu::always_inline]] inline void appen
   } else {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(list),
                         _mm256_add_epi64(_mm256_set1_epi64x(static_cast<int64_t>(first)), _mm256_setr_epi64x(0, 1, 2, 3)));
-  }
-}
-
-// How a column is walked: every row; rows below `limit` from the start; rows at or above
-// `limit` from the end (the two chunks of a two-thread push).
-enum Walk { kAll, kBelow, kFromEnd };
-
-// One row's product, as the scalar push does it.
-template <class S, class I, class V>
-[[gnu::target("avx2"), gnu::always_inline]] inline void add_one(I i, V prod, V* acc, uint8_t* mark, I* list, int64_t& cnt) {
-  if (mark[i]) {
-    acc[i] = S::add(acc[i], prod);
-  } else {
-    mark[i] = 1;
-    acc[i] = prod;
-    list[cnt++] = i;
   }
 }
 

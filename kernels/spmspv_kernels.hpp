@@ -211,20 +211,10 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
   const int64_t* pos = Acsc.pos;
   const I* crd = Acsc.crd;
   const V* val = Acsc.val;
-  auto add1 = [&](int64_t q, V xj) {
-    const I i = crd[q];
-    const V prod = S::mul(val[q], xj);
-    if (mark[i]) {
-      acc[i] = S::add(acc[i], prod);
-    } else {
-      mark[i] = 1;
-      acc[i] = prod;
-      list[cnt++] = i;
-    }
-  };
+  auto add1 = [&](int64_t q, V xj) { push_runs::add_one<S>(crd[q], S::mul(val[q], xj), acc, mark, list, cnt); };
   // Columns that begin with four consecutive rows (mesh matrices) are walked with such runs
   // done four products at a time (kernels/push_runs_avx2.hpp), where S and V have that form.
-  enum Walk { kAll, kBounded, kBackward };
+  using enum push_runs::Walk;
 #ifdef SJ_PUSH_RUNS_AVAILABLE
   constexpr bool kRuns = push_runs::kVectorised<S, V>;
   const bool runs = kRuns && push_runs::available();
@@ -232,18 +222,15 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
   constexpr bool kRuns = false;
   const bool runs = false;
 #endif
-  // Whether entries [b, e) of a column begin with a run (W == kBackward: end with one).
+  // Whether entries [b, e) of a column begin with a run (from_end: end with one).
   auto starts_run = [&](int64_t b, int64_t e, bool from_end = false) {
     if constexpr (!kRuns) return false;
     return e - b >= 4 && runs && (from_end ? crd[e - 1] - crd[e - 4] == 3 : crd[b + 3] - crd[b] == 3);
   };
-  // Walks entries [b, e) as the runs walk W (push_runs::Walk) bounded by `limit`; returns cnt.
+  // Walks entries [b, e) as walk W bounded by `limit` with the runs; returns cnt.
   auto run_walk = [&]<int W>(std::integral_constant<int, W>, int64_t b, int64_t e, int64_t limit, V xj) -> int64_t {
 #ifdef SJ_PUSH_RUNS_AVAILABLE
-    if constexpr (kRuns) {
-      constexpr int RW = W == kAll ? push_runs::kAll : W == kBounded ? push_runs::kBelow : push_runs::kFromEnd;
-      return push_runs::column<RW, S, I, V>(crd, val, b, e, limit, xj, acc, mark, list, cnt);
-    }
+    if constexpr (kRuns) return push_runs::column<W, S, I, V>(crd, val, b, e, limit, xj, acc, mark, list, cnt);
 #endif
     (void)b, (void)e, (void)limit, (void)xj;
     return cnt;
@@ -278,13 +265,13 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
       const int64_t j = x.idx[p];
       const V xj = x.val[p];
       const int64_t b = pos[j], e = pos[j + 1];
-      if (starts_run(b, e, W == kBackward)) {
-        cnt = run_walk(walk_kind, b, e, W == kBackward ? r0 : r1, xj);
+      if (starts_run(b, e, W == kFromEnd)) {
+        cnt = run_walk(walk_kind, b, e, W == kFromEnd ? r0 : r1, xj);
         return;
       }
-      if constexpr (W == kBackward) {
+      if constexpr (W == kFromEnd) {
         for (int64_t q = e - 1; q >= b && crd[q] >= r0; --q) add1(q, xj);
-      } else if constexpr (W == kBounded) {
+      } else if constexpr (W == kBelow) {
         for (int64_t q = b; q < e && crd[q] < r1; ++q) add1(q, xj);
       } else {
         for (int64_t q = b; q < e; ++q) add1(q, xj);
@@ -292,7 +279,7 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
     };
     auto ahead = [&](int64_t p) {
       const int64_t ja = x.idx[p];
-      const int64_t at = W == kBackward ? column_last(pos, ja) : pos[ja];
+      const int64_t at = W == kFromEnd ? column_last(pos, ja) : pos[ja];
       __builtin_prefetch(crd + at);
       __builtin_prefetch(val + at);
     };
@@ -308,8 +295,8 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
       column(p);
     }
   };
-  if (r0 > 0) walk(std::integral_constant<int, kBackward>{});
-  else if (r1 < m) walk(std::integral_constant<int, kBounded>{});
+  if (r0 > 0) walk(std::integral_constant<int, kFromEnd>{});
+  else if (r1 < m) walk(std::integral_constant<int, kBelow>{});
   else walk(std::integral_constant<int, kAll>{});
   finish(list, cnt, acc, mark);
 }
