@@ -7,11 +7,21 @@
 #include "src/operation.hpp"
 
 namespace sj::capi {
-sj_tensor* new_tensor_handle(sj_context* ctx, Tensor t) {
-  t.derived = std::make_shared<DerivedForms>();
-  auto* h = new sj_tensor{ctx, std::move(t)};
-  ++ctx->live_tensors;
-  return h;
+sj_tensor* publish_tensor_handle(std::unique_ptr<sj_tensor> h) {
+  ++h->ctx->live_tensors;
+  return h.release();
+}
+
+const Tensor& operand_of(const sj_tensor* h) {
+  // Handles are never const objects (the API hands out pointers to new ones), so the store
+  // may be set through the const pointer an operand list has.
+  auto* mut = const_cast<sj_tensor*>(h);
+  absl::call_once(mut->derived_once, [mut] { mut->t.derived = std::make_shared<DerivedForms>(); });
+  return h->t;
+}
+
+sj_tensor* new_tensor_handle(sj_context* ctx, Tensor&& t) {
+  return publish_tensor_handle(std::unique_ptr<sj_tensor>(new sj_tensor{ctx, std::move(t), {}}));
 }
 }  // namespace sj::capi
 

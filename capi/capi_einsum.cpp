@@ -32,7 +32,7 @@ std::vector<Tensor> operand_list(const sj_tensor* const* operands, int n) {
   std::vector<Tensor> out;
   for (int i = 0; i < n; ++i) {
     if (!operands[i]) fail(SJ_ERR_NULL_POINTER, "operand ", i, " is NULL");
-    out.push_back(operands[i]->t);
+    out.push_back(operand_of(operands[i]));
   }
   return out;
 }

@@ -15,7 +15,7 @@ OperandList borrow_operands(const sj_tensor* const* operands, int n) {
   OperandList ops;
   for (int i = 0; i < n; ++i) {
     if (!operands[i]) fail(SJ_ERR_NULL_POINTER, "operand ", i, " is NULL");
-    ops.borrow(operands[i]->t);  // the handles outlive the call
+    ops.borrow(operand_of(operands[i]));  // the handles outlive the call
   }
   return ops;
 }
@@ -53,8 +53,7 @@ sj_status run_once(sj_context* ctx, sj_op op, std::initializer_list<const sj_ten
     OpRequest req = make_request(ctx, op, operands.begin(), static_cast<int>(operands.size()), options);
     // Repeated operands reuse the plan made for them (src/plan_memo.hpp).
     std::shared_ptr<Plan> plan = plan_for_dropin(*ctx->impl, req);
-    Tensor result = plan->execute(req.operands);
-    *out = new_tensor_handle(ctx, std::move(result));
+    *out = make_tensor_handle(ctx, [&](Tensor& result) { plan->execute(req.operands, result); });
   });
 }
 
@@ -112,8 +111,8 @@ SJ_API sj_status sj_plan_execute(sj_plan* plan, const sj_tensor* const* operands
       *result = capi::execute_einsum(plan, operands, n);
       return;
     }
-    Tensor out = plan->plan->execute(capi::borrow_operands(operands, n));
-    *result = capi::new_tensor_handle(plan->ctx, std::move(out));
+    const OperandList ops = capi::borrow_operands(operands, n);
+    *result = capi::make_tensor_handle(plan->ctx, [&](Tensor& out) { plan->plan->execute(ops, out); });
   });
 }
 

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "absl/base/call_once.h"
 #include "src/context.hpp"
 #include "src/einsum_planner.hpp"
 #include "src/plan.hpp"
@@ -19,7 +20,12 @@ struct sj_context {
 
 struct sj_tensor {
   sj_context* ctx = nullptr;
+  // t.derived (the forms and facts kept for repeated calls) is made at the handle's first use
+  // as an operand (sj::capi::operand_of), not with the handle: most results are never
+  // operands, and its allocation and destruction were ~350 of the ~2,300 instructions of a
+  // tiny SpMSpV through a plan.
   sj::Tensor t;
+  absl::once_flag derived_once;
 };
 
 struct sj_plan {
@@ -34,7 +40,20 @@ struct sj_plan {
 namespace sj::capi {
 
 // Wraps a finished tensor in a new handle (the only way tensors leave the library).
-sj_tensor* new_tensor_handle(sj_context* ctx, Tensor t);
+sj_tensor* new_tensor_handle(sj_context* ctx, Tensor&& t);
+// Counts a filled handle as live and hands it out.
+sj_tensor* publish_tensor_handle(std::unique_ptr<sj_tensor> h);
+// The handle's tensor as an operand, with its derived-forms store (made once, at the first
+// such use, whichever thread gets there first; every caller then sees the same store).
+const Tensor& operand_of(const sj_tensor* h);
+// A new handle whose tensor `fill(Tensor&)` makes in place (no move of the finished tensor:
+// see init_sparse_vector); nothing is left behind when fill throws.
+template <class Fill> sj_tensor* make_tensor_handle(sj_context* ctx, Fill&& fill) {
+  auto h = std::make_unique<sj_tensor>();
+  h->ctx = ctx;
+  fill(h->t);
+  return publish_tensor_handle(std::move(h));
+}
 
 // The caller's operand handles as a list that borrows their tensors (n from 0 to 3; NULL
 // pointers refused with SJ_ERR_NULL_POINTER naming the operand).

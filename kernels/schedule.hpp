@@ -54,16 +54,18 @@ inline Workers& workers_of(const ExecInputs& in) {
   return serial;
 }
 
-// A call that a schedule serves straight into the caller's buffers (sj_plan_execute_into),
-// skipping the general layers (request, prepared operands, type dispatch, partition, sink):
-// on a ~100 ns SpMSpV those were most of the call. Only for plans whose operands the kernels
-// read as given; the plan has checked their signatures.
+// A call that a schedule serves straight into the caller's buffers (sj_plan_execute_into) or
+// into a new result (sj_plan_execute), skipping the general layers (request, prepared
+// operands, type dispatch, partition, sink): on a ~100 ns SpMSpV those were most of the call.
+// Only for plans whose operands the kernels read as given; the plan has checked their
+// signatures.
 struct DirectCall {
   const OperandList& operands;
   const Context& ctx;
   const void* state;  // what prepare() returned
   Workers& workers;   // the call's threads; a direct run records its partition basis here
-  OutputTarget& into;
+  OutputTarget* into; // the caller's buffers, or null: the result goes to *result
+  Tensor* result;     // where a new result goes when `into` is null (empty on entry)
 };
 // Returns false, having written nothing, when this call needs the general path (for example
 // work enough for several threads, or buffers that might not hold every result).

@@ -143,11 +143,22 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
 }
 
 Tensor Plan::execute(const OperandList& operands) {
+  Tensor out;
+  execute(operands, out);
+  return out;
+}
+
+void Plan::execute(const OperandList& operands, Tensor& out) {
   const CallClock clock = begin_call(operands);
   Workers workers = Workers::for_call(ctx_, options_.threads);
-  Tensor out = run_general(operands, workers, nullptr);
-  end_call(workers, false, clock);
-  return out;
+  // The direct route makes the result itself; its checks decide per call, as for
+  // execute_into. The schedules' direct routes run only where a result with coordinates has
+  // them in the type asked for, so of the general path's conversion only the label of a
+  // dense result's type is left to set.
+  const bool direct = direct_ && direct_(DirectCall{operands, ctx_, state_.get(), workers, nullptr, &out});
+  if (direct) out.index_type = output_index_type(options_.output_index_type, result_index_type_);
+  else out = run_general(operands, workers, nullptr);
+  end_call(workers, direct, clock);
 }
 
 // No result tensor is made here, not even an empty one (zeroing a Tensor was ~50 of a tiny
@@ -158,7 +169,7 @@ void Plan::execute_into(const OperandList& operands, OutputTarget& target) {
   // Schedules compute in the operands' common coordinate type; the caller may want another,
   // and by default gets i64 when any operand has it.
   target.index_type = output_index_type(options_.output_index_type, result_index_type_);
-  const bool direct = direct_ && direct_(DirectCall{operands, ctx_, state_.get(), workers, target});
+  const bool direct = direct_ && direct_(DirectCall{operands, ctx_, state_.get(), workers, &target, nullptr});
   if (!direct) run_general(operands, workers, &target);
   end_call(workers, direct, clock);
 }
@@ -337,7 +348,7 @@ std::string Plan::explain_text() const {
   if (const std::string variant = impl_->describe_state(state_.get()); !variant.empty())
     out += cat("  kernel variant: ", variant, "\n");
   if (direct_)
-    out += cat("  into caller buffers: a direct route for serial calls whose buffers hold any result (last execution ",
+    out += cat("  direct route: serial calls into a new result or into caller buffers that hold any result (last execution ",
                last_direct_.load() ? "took it" : "did not", ")\n");
   return out;
 }

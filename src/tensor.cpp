@@ -153,6 +153,11 @@ Tensor make_compressed_matrix(const Allocator& alloc, bool csr, int64_t rows, in
 
 Tensor make_sparse_vector(const Allocator& alloc, int64_t n, int64_t nnz, IndexType it, ValueType vt) {
   Tensor t;
+  init_sparse_vector(t, alloc, n, nnz, it, vt);
+  return t;
+}
+
+void init_sparse_vector(Tensor& t, const Allocator& alloc, int64_t n, int64_t nnz, IndexType it, ValueType vt) {
   t.order = 1;
   t.dims = {n, 0, 0, 0};
   t.index_type = it;
@@ -174,11 +179,15 @@ Tensor make_sparse_vector(const Allocator& alloc, int64_t n, int64_t nnz, IndexT
   t.levels[0].pos.as_mut<int64_t>()[1] = nnz;
   t.levels[0].crd = all.part(crd_at, crd_bytes);
   t.values = all.part(val_at, val_bytes);
-  return t;
 }
 
 Tensor make_dense(const Allocator& alloc, int order, const int64_t* dims, ValueType vt) {
   Tensor t;
+  init_dense(t, alloc, order, dims, vt);
+  return t;
+}
+
+void init_dense(Tensor& t, const Allocator& alloc, int order, const int64_t* dims, ValueType vt) {
   t.order = order;
   int64_t n = 1;
   for (int m = 0; m < order; ++m) {
@@ -192,7 +201,6 @@ Tensor make_dense(const Allocator& alloc, int order, const int64_t* dims, ValueT
   t.value_type = vt;
   t.levels.resize(order);
   t.values = Buffer::allocate(alloc, value_size(vt) * n);
-  return t;
 }
 
 // ------------------------------------------------------------------------------------------

@@ -116,6 +116,11 @@ Tensor make_compressed_matrix(const Allocator& alloc, bool csr, int64_t rows, in
 Tensor make_sparse_vector(const Allocator& alloc, int64_t n, int64_t nnz, IndexType it,
                           ValueType vt);
 Tensor make_dense(const Allocator& alloc, int order, const int64_t* dims, ValueType vt);
+// The same two built in place in `t`, which must be empty (a default Tensor): a result that
+// goes straight into its handle is not moved (a Tensor move and the destruction of the empty
+// one left behind are ~200 instructions, a tenth of a tiny SpMSpV call).
+void init_sparse_vector(Tensor& t, const Allocator& alloc, int64_t n, int64_t nnz, IndexType it, ValueType vt);
+void init_dense(Tensor& t, const Allocator& alloc, int order, const int64_t* dims, ValueType vt);
 
 // Turns a kernel result into an owned tensor (CSR when `csr`, else CSC), copying into
 // buffers from the context's allocator.

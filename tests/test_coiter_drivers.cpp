@@ -402,8 +402,8 @@ TEST(CoiterDrivers, InnerScheduleThroughCApi) {
     Tensor Bgiven = layout == 0 ? B
                     : layout == 1 ? sj::flip_orientation(B, sj::default_allocator())
                                   : sj::transpose(B, sj::default_allocator());
-    sj_tensor* a = sj::capi::new_tensor_handle(ctx, A);
-    sj_tensor* b = sj::capi::new_tensor_handle(ctx, Bgiven);
+    sj_tensor* a = sj::capi::new_tensor_handle(ctx, Tensor(A));
+    sj_tensor* b = sj::capi::new_tensor_handle(ctx, Tensor(Bgiven));
     sj_op_options o;
     sj_op_options_init(&o);
     o.semiring = round % 4 == 1 ? SJ_SEMIRING_MIN_PLUS : SJ_SEMIRING_PLUS_TIMES;

@@ -578,6 +578,44 @@ TEST(ParallelContext, ManyThreadsShareOneContext) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(bad.load(), 0);
+
+  // A result handle gets its store of kept forms at its first use as an operand
+  // (capi/handles.hpp): fresh results, each first used by six threads at once (SpMSpV keeps a
+  // CSC copy of A in that store, SpGEMM statistics), give every thread the one-thread result.
+  for (int round = 0; round < 3; ++round) {
+    sj_tensor* C = nullptr;  // a result never used as an operand yet
+    ASSERT_EQ(sj_spgemm(ctx, A, A, &one, &C), SJ_OK) << sj_last_error_message();
+    h.t.push_back(C);
+    sj_tensor* want_cx = nullptr;
+    sj_tensor* want_cc = nullptr;
+    {  // expected results from a copy, so that C itself stays unused
+      sj_tensor* C2 = nullptr;
+      ASSERT_EQ(sj_tensor_convert(ctx, C, SJ_FORMAT_CSR, nullptr, SJ_INDEX_INT32, &C2), SJ_OK) << sj_last_error_message();
+      h.t.push_back(C2);
+      ASSERT_EQ(sj_spmspv(ctx, C2, x, &one, &want_cx), SJ_OK) << sj_last_error_message();
+      ASSERT_EQ(sj_spgemm(ctx, C2, C2, &one, &want_cc), SJ_OK) << sj_last_error_message();
+      h.t.push_back(want_cx);
+      h.t.push_back(want_cc);
+    }
+    std::vector<std::thread> users;
+    for (int t = 0; t < 6; ++t)
+      users.emplace_back([&, t] {
+        sj_op_options o;
+        sj_op_options_init(&o);
+        o.threads = 1 + t % 2;
+        o.schedule = SJ_SCHEDULE_PUSH;
+        sj_tensor* y = nullptr;
+        if (sj_spmspv(ctx, C, x, &o, &y) != SJ_OK || !same_bits(want_cx->t, y->t)) bad.fetch_add(1);
+        sj_tensor_destroy(y);
+        o.schedule = SJ_SCHEDULE_AUTO;
+        sj_tensor* cc = nullptr;
+        if (sj_spgemm(ctx, C, C, &o, &cc) != SJ_OK || !same_bits(want_cc->t, cc->t)) bad.fetch_add(1);
+        sj_tensor_destroy(cc);
+      });
+    for (auto& th : users) th.join();
+    EXPECT_NE(C->t.derived, nullptr) << "round " << round;
+  }
+  EXPECT_EQ(bad.load(), 0);
   EXPECT_EQ(sj_plan_destroy(shared), SJ_OK);
   for (auto* t : h.t) sj_tensor_destroy(t);
   h.t.clear();

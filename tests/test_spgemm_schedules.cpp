@@ -336,7 +336,7 @@ TEST(SpgemmSchedules, ForcedThroughCApi) {
     const bool csc = round % 2 == 1;
     auto handle = [&](const Tensor& t) {
       Tensor x = csc ? sj::convert(t, sj::format_spec(SJ_FORMAT_CSC, 2), t.index_type, sj::default_allocator()) : t;
-      return sj::capi::new_tensor_handle(ctx, x);
+      return sj::capi::new_tensor_handle(ctx, std::move(x));
     };
     sj_tensor *a = handle(A), *b = handle(B), *mk = handle(M);
     sj_op_options o = options(round % 4 == 2 ? SJ_SEMIRING_MIN_PLUS : SJ_SEMIRING_PLUS_TIMES, round % 3 == 0);
