@@ -20,6 +20,7 @@
 #include "src/error.hpp"
 #include "src/inspect.hpp"
 #include "src/semiring.hpp"
+#include "src/thread_scratch.hpp"
 #include "kernels/sort_network_avx2.hpp"
 #include "kernels/sparse_assembly.hpp"
 #include "kernels/spgemm_structure.hpp"

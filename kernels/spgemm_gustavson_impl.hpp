@@ -43,7 +43,7 @@ template <class V> struct DenseScratch {
 
 template <class V> DenseScratch<V>& dense_scratch() {
   thread_local DenseScratch<V> s;
-  return s;
+  return tls_pinned(s);
 }
 
 struct MarkScratch {
@@ -70,7 +70,7 @@ struct MarkScratch {
 
 MarkScratch& mark_scratch() {
   thread_local MarkScratch s;
-  return s;
+  return tls_pinned(s);
 }
 
 template <class I, class V> struct HashScratch {
@@ -93,7 +93,7 @@ template <class I, class V> struct HashScratch {
 
 template <class I, class V> HashScratch<I, V>& hash_scratch() {
   thread_local HashScratch<I, V> s;
-  return s;
+  return tls_pinned(s);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -185,7 +185,7 @@ struct BitmapScratch {
 
 BitmapScratch& bitmap_scratch() {
   thread_local BitmapScratch s;
-  return s;
+  return tls_pinned(s);
 }
 
 // Index of the lowest set bit; for 0 some value in [0, 63] (one tzcnt/bsf, no branch: the
@@ -1078,8 +1078,10 @@ template <class I> CsView<I, uint8_t> mask_view(const Tensor& M) {
 template <class S, class I, class V>
 int64_t masked_saxpy_search_rows(const CsView<I, uint8_t>& M, const CsView<I, V>& A, const CsView<I, V>& B, int64_t r0,
                                  int64_t r1, I* __restrict crd, V* __restrict val, int64_t* ends) {
-  thread_local std::vector<V> acc;
-  thread_local std::vector<uint8_t> seen;  // all zero between rows
+  thread_local std::vector<V> acc_tls;
+  thread_local std::vector<uint8_t> seen_tls;  // all zero between rows
+  std::vector<V>& acc = tls_pinned(acc_tls);
+  std::vector<uint8_t>& seen = tls_pinned(seen_tls);
   int64_t nz = 0;
   for (int64_t i = r0; i < r1; ++i) {
     const int64_t m0 = M.pos[i], m1 = M.pos[i + 1], a0 = A.pos[i], a1 = A.pos[i + 1];

@@ -36,6 +36,7 @@
 #include "kernels/sort_network_avx2.hpp"
 #include "src/block_pool.hpp"
 #include "src/tensor.hpp"
+#include "src/thread_scratch.hpp"
 #include "src/work_partition.hpp"
 
 namespace sj::spmspv {
@@ -51,7 +52,7 @@ template <class I, class V> struct Scratch {
   std::vector<uint64_t> bits; // push: touched rows as a bitmap (size m/64 + 1), all clear
   static Scratch& get() {
     static thread_local Scratch s;
-    return s;
+    return tls_pinned(s);
   }
   uint64_t* need_bits(int64_t m) {
     const size_t words = static_cast<size_t>(m >> 6) + 1;
