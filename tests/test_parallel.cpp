@@ -597,6 +597,7 @@ TEST(ParallelContext, ManyThreadsShareOneContext) {
       h.t.push_back(want_cx);
       h.t.push_back(want_cc);
     }
+    ASSERT_EQ(C->t.derived, nullptr) << "round " << round;  // not made with the handle
     std::vector<std::thread> users;
     for (int t = 0; t < 6; ++t)
       users.emplace_back([&, t] {
