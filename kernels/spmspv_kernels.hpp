@@ -322,9 +322,12 @@ inline Partition push_partition(const int64_t* row_pos, int64_t m, int64_t nx, i
   // Every chunk walks all of x's entries, and every chunk boundary costs a search of each
   // column (PushCuts), ~4 units per stored x, so the default ~8 chunks per thread pay only when
   // products dwarf that (x at 10% of a 600k-column A, 60k columns of 16, cost more at 2
-  // threads than at one). Fewer, larger chunks (at least one per thread) keep that walk under
-  // ~1/8 of the products.
-  const int64_t k = std::max<int64_t>(w.threads, static_cast<int64_t>(expected / (8.0 * 4.0 * static_cast<double>(nx))));
+  // threads than at one). Fewer, larger chunks keep that walk under ~1/8 of the products, but
+  // two per thread at least, taken dynamically: with one each, the call waits for the slower
+  // thread (on a VM whose second CPU ran this work ~1.5x slower, bench_parallel's SpMSpV at
+  // 2 threads took 14.1-15.6 ms with 2 chunks and 11.4-14.3 ms with 4, six runs each way).
+  const int64_t k = std::max<int64_t>(2 * int64_t(w.threads),
+                                      static_cast<int64_t>(expected / (8.0 * 4.0 * static_cast<double>(nx))));
   if (p.chunks() > k) {
     p = partition_into(row_pos, m, k);
     w.basis = "A's nnz per output row, few chunks (each walks all of x)";
