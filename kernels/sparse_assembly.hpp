@@ -165,11 +165,8 @@ Tensor assemble_vector_pieces(Workers& w, const Partition& p, int64_t n, const A
   std::vector<int64_t> off(static_cast<size_t>(k) + 1, 0);
   if (k <= 1) {
     const int64_t cnt = n > 0 ? fill(int64_t(0), n, scratch_idx, scratch_val) : 0;
-    Tensor y = make_sparse_vector(alloc, n, cnt, it, vt);
-    if (cnt) {
-      std::memcpy(y.levels[0].crd.mutable_data(), scratch_idx, sizeof(I) * static_cast<size_t>(cnt));
-      std::memcpy(y.values.mutable_data(), scratch_val, sizeof(V) * static_cast<size_t>(cnt));
-    }
+    Tensor y;
+    init_sparse_vector_copy(y, alloc, n, cnt, scratch_idx, scratch_val, vt);
     return y;
   }
   Pieces<I, V> pieces(k, [&](int64_t c) { return p.end(c) - p.begin(c); });

@@ -246,34 +246,26 @@ template <class S, class I, class V, bool Dense> bool push_direct(const DirectCa
   const Tensor& csc = a.derived->get_or_make(*src.key, [&] { return flip_orientation(a, c.ctx.allocator); });
   const CsView<I, V> A = cs_view<I, V>(csc);
   const ValueType vt = value_type_of<V>();
-  if (!c.into) {  // a new result
-    if constexpr (Dense) {
-      init_dense(*c.result, c.ctx.allocator, 1, &m, vt);
-      spmspv::push_chunk_dense<S, I, V>(A, x, nullptr, 0, 0, m, c.result->values.as_mut<V>());
-    } else {
+  c.workers.basis = spmspv::kPushSerialBasis;
+  if constexpr (Dense) {  // y written in place: the new result's values, or the caller's
+    if (!c.into) init_dense(*c.result, c.ctx.allocator, 1, &m, vt);
+    spmspv::push_chunk_dense<S, I, V>(A, x, nullptr, 0, 0, m,
+                                      c.into ? static_cast<V*>(c.into->buffers->values) : c.result->values.as_mut<V>());
+    if (c.into) set_dense_layout(*c.into, m, vt);
+  } else {  // into the caller's buffers, or this thread's scratch copied at exact size
+    I* yi = c.into ? static_cast<I*>(c.into->buffers->crd) : nullptr;
+    V* yv = c.into ? static_cast<V*>(c.into->buffers->values) : nullptr;
+    if (!c.into) {
       auto& ws = spmspv::Scratch<I, V>::get();
       ws.need(0, m);
-      const int64_t count = spmspv::push_chunk_sparse<S, I, V>(A, x, nullptr, 0, 0, m, ws.outi.data(), ws.outv.data());
-      init_sparse_vector(*c.result, c.ctx.allocator, m, count, index_type_of<I>(), vt);
-      if (count) {
-        std::memcpy(c.result->levels[0].crd.mutable_data(), ws.outi.data(), sizeof(I) * static_cast<size_t>(count));
-        std::memcpy(c.result->values.mutable_data(), ws.outv.data(), sizeof(V) * static_cast<size_t>(count));
-      }
+      yi = ws.outi.data();
+      yv = ws.outv.data();
     }
-    c.workers.basis = spmspv::kPushSerialBasis;
-    return true;
+    const int64_t count = spmspv::push_chunk_sparse<S, I, V>(A, x, nullptr, 0, 0, m, yi, yv);
+    if (c.into) set_vector_layout(*c.into, m, vt, count);
+    else init_sparse_vector_copy(*c.result, c.ctx.allocator, m, count, yi, yv, vt);
   }
-  const OutputBuffers& b = *c.into->buffers;
-  if constexpr (Dense) {
-    spmspv::push_chunk_dense<S, I, V>(A, x, nullptr, 0, 0, m, static_cast<V*>(b.values));
-    set_dense_layout(*c.into, m, vt);
-  } else {
-    const int64_t count =
-        spmspv::push_chunk_sparse<S, I, V>(A, x, nullptr, 0, 0, m, static_cast<I*>(b.crd), static_cast<V*>(b.values));
-    set_vector_layout(*c.into, m, vt, count);
-  }
-  c.into->written = true;
-  c.workers.basis = spmspv::kPushSerialBasis;
+  if (c.into) c.into->written = true;
   return true;
 }
 

@@ -136,14 +136,21 @@ Tensor to_tensor(const Allocator& alloc, bool csr, const CsResult<I, V>& r, Valu
   }
   return t;
 }
+// A sparse vector of length n holding copies of idx[0, nnz) and val[0, nnz), built in `t`
+// (empty, as for init_sparse_vector).
+template <class I, class V>
+void init_sparse_vector_copy(Tensor& t, const Allocator& alloc, int64_t n, int64_t nnz, const I* idx, const V* val,
+                             ValueType vt) {
+  init_sparse_vector(t, alloc, n, nnz, index_type_of<I>(), vt);
+  if (nnz) {
+    std::memcpy(t.levels[0].crd.mutable_data(), idx, sizeof(I) * static_cast<size_t>(nnz));
+    std::memcpy(t.values.mutable_data(), val, sizeof(V) * static_cast<size_t>(nnz));
+  }
+}
 template <class I, class V>
 Tensor to_tensor(const Allocator& alloc, const SpVecResult<I, V>& r, ValueType vt) {
-  const int64_t nnz = static_cast<int64_t>(r.idx.size());
-  Tensor t = make_sparse_vector(alloc, r.n, nnz, index_type_of<I>(), vt);
-  if (nnz) {
-    std::memcpy(t.levels[0].crd.mutable_data(), r.idx.data(), sizeof(I) * nnz);
-    std::memcpy(t.values.mutable_data(), r.val.data(), sizeof(V) * nnz);
-  }
+  Tensor t;
+  init_sparse_vector_copy(t, alloc, r.n, static_cast<int64_t>(r.idx.size()), r.idx.data(), r.val.data(), vt);
   return t;
 }
 
