@@ -11,7 +11,9 @@
 // product unchanged (a blend, not an addition to a stale value). The functions are compiled
 // for AVX2 without FMA, so a multiply and an add stay two roundings. min and max are vminp /
 // vmaxp with the product first, which is std::min(acc, p) and std::max(acc, p) exactly, NaN
-// and signed zeros included ((p < acc) ? p : acc, (acc < p) ? p : acc). Plus-times,
+// and signed zeros included ((p < acc) ? p : acc, (acc < p) ? p : acc). With the dense
+// accumulator (Dense) a row starts at S's exact identity (ExactIdentity: -0.0 for sums), so
+// adding its first product gives that product unchanged, and no blend is needed. Plus-times,
 // min-plus, max-times and plus-pair over f32 and f64 have the vector form; or-and over bool
 // walks every column one row at a time.
 #pragma once
@@ -23,10 +25,16 @@ namespace sj::push_runs {
 // start; rows at or above `limit` from the end (the two chunks of a two-thread push).
 enum Walk { kAll, kBelow, kFromEnd };
 
-// One product into the sparse accumulator: a row's first product is taken as is and marked
-// and listed, later ones are added (the scalar push's step, and the run walk's outside runs).
-template <class S, class I, class V> inline void add_one(I i, V prod, V* acc, uint8_t* mark, I* list, int64_t& cnt) {
-  if (mark[i]) {
+// One product into the accumulator. Sparse (Dense false): a row's first product is taken as
+// is and marked and listed, later ones are added (the scalar push's step, and the run walk's
+// outside runs). Dense: the accumulators started at S's exact identity, so every product is
+// added and its row marked, with no test and no list.
+template <class S, bool Dense = false, class I, class V>
+inline void add_one(I i, V prod, V* acc, uint8_t* mark, I* list, int64_t& cnt) {
+  if constexpr (Dense) {
+    acc[i] = S::add(acc[i], prod);
+    mark[i] = 1;
+  } else if (mark[i]) {
     acc[i] = S::add(acc[i], prod);
   } else {
     mark[i] = 1;
@@ -122,11 +130,16 @@ template <class I> [[gnu::target("avx2"), gnu::always_inline]] inline void appen
   }
 }
 
-// Four consecutive rows first .. first+3 with the products in `prod`.
-template <class S, class I, class V>
+// Four consecutive rows first .. first+3 with the products in `prod` (Dense: as add_one).
+template <class S, bool Dense, class I, class V>
 [[gnu::target("avx2"), gnu::always_inline]] inline void add_four(I first, typename Quad<V>::R prod, V* acc, uint8_t* mark,
                                                                  I* list, int64_t& cnt) {
   constexpr uint32_t kAllSet = 0x01010101u;
+  if constexpr (Dense) {
+    Quad<V>::store(acc + first, QuadOps<S, V>::add(Quad<V>::load(acc + first), prod));
+    std::memcpy(mark + first, &kAllSet, 4);
+    return;
+  }
   uint32_t marks;
   std::memcpy(&marks, mark + first, 4);
   const typename Quad<V>::R sum = QuadOps<S, V>::add(Quad<V>::load(acc + first), prod);
@@ -144,8 +157,8 @@ template <class S, class I, class V>
 
 // Column entries [q, e) of A (rows crd, values val) times xj into the accumulator; returns
 // the new touched count. kBelow stops at the first row >= limit; kFromEnd walks from e - 1
-// down to q and stops at the first row < limit.
-template <int W, class S, class I, class V>
+// down to q and stops at the first row < limit. Dense: the dense accumulator (add_one).
+template <int W, class S, bool Dense, class I, class V>
 [[gnu::target("avx2")]] int64_t column(const I* crd, const V* val, int64_t q, int64_t e, int64_t limit, V xj, V* acc,
                                        uint8_t* mark, I* list, int64_t cnt) {
   const typename Quad<V>::R xv = Quad<V>::broadcast(xj);
@@ -156,28 +169,28 @@ template <int W, class S, class I, class V>
       if (last < limit) return cnt;
       const I first = crd[k - 3];
       if (last - first == 3 && first >= limit) {
-        add_four<S, I, V>(first, QuadOps<S, V>::mul(Quad<V>::load(val + k - 3), xv), acc, mark, list, cnt);
+        add_four<S, Dense, I, V>(first, QuadOps<S, V>::mul(Quad<V>::load(val + k - 3), xv), acc, mark, list, cnt);
         k -= 4;
       } else {
-        add_one<S>(last, S::mul(val[k], xj), acc, mark, list, cnt);
+        add_one<S, Dense>(last, S::mul(val[k], xj), acc, mark, list, cnt);
         --k;
       }
     }
-    for (; k >= q && crd[k] >= limit; --k) add_one<S>(crd[k], S::mul(val[k], xj), acc, mark, list, cnt);
+    for (; k >= q && crd[k] >= limit; --k) add_one<S, Dense>(crd[k], S::mul(val[k], xj), acc, mark, list, cnt);
   } else {
     for (; q + 4 <= e; ) {
       const I first = crd[q];
       if (W == kBelow && first >= limit) return cnt;
       const I last = crd[q + 3];
       if (last - first == 3 && (W == kAll || last < limit)) {
-        add_four<S, I, V>(first, QuadOps<S, V>::mul(Quad<V>::load(val + q), xv), acc, mark, list, cnt);
+        add_four<S, Dense, I, V>(first, QuadOps<S, V>::mul(Quad<V>::load(val + q), xv), acc, mark, list, cnt);
         q += 4;
       } else {
-        add_one<S>(first, S::mul(val[q], xj), acc, mark, list, cnt);
+        add_one<S, Dense>(first, S::mul(val[q], xj), acc, mark, list, cnt);
         ++q;
       }
     }
-    for (; q < e && (W == kAll || crd[q] < limit); ++q) add_one<S>(crd[q], S::mul(val[q], xj), acc, mark, list, cnt);
+    for (; q < e && (W == kAll || crd[q] < limit); ++q) add_one<S, Dense>(crd[q], S::mul(val[q], xj), acc, mark, list, cnt);
   }
   return cnt;
 }

@@ -952,33 +952,6 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumu
 // ------------------------------------------------------------------------------------------
 // Values only, over a structure kept from an earlier execution (kernels/spgemm_structure.hpp).
 
-// The exact identity of S::add over V, where it has one: add(e, p) == p bit for bit for every
-// p, NaN included, so a row's accumulators can start from it instead of from each column's
-// first product. Sums: -0.0 (0.0 + -0.0 is +0.0, but -0.0 + p is p); integer min and max:
-// the type's extremes. Floating-point min and max have none (std::min(inf, NaN) is inf, where
-// the first product alone would give NaN): they mark each column's first product instead.
-template <class S> struct ExactIdentity { static constexpr bool exists = false; };
-template <class V> struct ExactIdentity<PlusTimes<V>> {
-  static constexpr bool exists = true;
-  static V value() { return -V(0); }
-};
-template <class V> struct ExactIdentity<PlusPair<V>> {
-  static constexpr bool exists = true;
-  static V value() { return -V(0); }
-};
-template <class V> struct ExactIdentity<OrAnd<V>> {  // products are 0 or 1, and add(0, p) == p
-  static constexpr bool exists = true;
-  static V value() { return V(0); }
-};
-template <class V> struct ExactIdentity<MinPlus<V>> {
-  static constexpr bool exists = std::is_integral_v<V>;
-  static V value() { return std::numeric_limits<V>::max(); }
-};
-template <class V> struct ExactIdentity<MaxTimes<V>> {
-  static constexpr bool exists = std::is_integral_v<V>;
-  static V value() { return std::numeric_limits<V>::lowest(); }
-};
-
 // Rows r0..r1 of C's values, C's columns given (cpos, ccrd). Products are added in the full
 // kernel's order (A's row in increasing k, each B row in order), so the values are the same
 // bit for bit. No test per product where the semiring has an exact identity.

@@ -35,6 +35,7 @@
 #include "kernels/push_runs_avx2.hpp"
 #include "kernels/sort_network_avx2.hpp"
 #include "src/block_pool.hpp"
+#include "src/semiring.hpp"
 #include "src/tensor.hpp"
 #include "src/thread_scratch.hpp"
 #include "src/work_partition.hpp"
@@ -187,6 +188,29 @@ std::optional<PushCuts<I, V>> push_cuts(const CsView<I, V>& Acsc, const SpVecVie
   return PushCuts<I, V>(Acsc, x, part, w);
 }
 
+// Which accumulator a push uses (push_accumulate): chosen per chunk (kAuto), or forced by
+// tests; kDense falls back to the sparse one where S's add has no exact identity.
+enum class PushAccumulator { kAuto, kSparse, kDense };
+
+// Whether chunk [r0, r1) of a push with nx stored entries of x uses the dense accumulator
+// (push_accumulate): when the chunk's accumulators outgrow L1 (4096 rows of f64) and the
+// expected products per row, nnz(A) nx / (n m), reach 1. Where the accumulators miss the
+// cache, the first-touch test waits for the miss before its misprediction is found; in L1 the
+// test is cheap, and predicted well on banded and mesh matrices. Measured with both forced
+// (bench_push_accumulator, 58 matrices, x at 1%, 10% and 50%): on 4000-5000-row and larger
+// inputs at 1-30 products per row the dense one was 1.0-1.75x faster (luxembourg at 50%:
+// 1.1 vs 0.6 ms), under 1 product per row 0.16-0.9x; under 4000 rows within +-10% at any
+// density (ratios that changed sides between runs).
+constexpr int64_t kDenseAccumulatorMinRows = 4096;
+constexpr double kDenseAccumulatorProductsPerRow = 1.0;
+template <class I, class V> inline bool push_dense_accumulator(const CsView<I, V>& Acsc, int64_t nx, int64_t r0, int64_t r1) {
+  const int64_t n = Acsc.outer, m = Acsc.inner;
+  if (n == 0 || m == 0 || r1 - r0 < kDenseAccumulatorMinRows) return false;
+  const double per_row = static_cast<double>(Acsc.pos[n] - Acsc.pos[0]) * static_cast<double>(nx) /
+                         (static_cast<double>(n) * static_cast<double>(m));
+  return per_row >= kDenseAccumulatorProductsPerRow;
+}
+
 // Over the output rows [r0, r1) only. How the chunk finds its part of each column of x:
 //   all rows [0, m)     the whole column;
 //   with `cuts`         chunk c reads [lo, hi) from PushCuts (three or more chunks);
@@ -197,14 +221,12 @@ std::optional<PushCuts<I, V>> push_cuts(const CsView<I, V>& Acsc, const SpVecVie
 // a 7.3 ms 2-thread call on x at 10% of a 600k-column A even with its prefetches). Walking a
 // column backwards changes only the order rows are first touched, which finish sorts away;
 // each y(i) still adds its products in increasing j.
-// Calls finish(list, count, acc, mark) with the touched rows (unsorted) whose acc holds y(i);
-// finish must reset mark[i] for every listed i.
-template <class S, class I, class V, class Finish>
-void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t c,
-                     int64_t r0, int64_t r1, Finish&& finish) {
+// push_accumulate's walk over x's columns into the accumulator (Dense: the dense one);
+// returns the count of listed rows (0 when Dense).
+template <class S, bool Dense, class I, class V>
+int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t c,
+                  int64_t r0, int64_t r1, Scratch<I, V>& ws) {
   const int64_t m = Acsc.inner;
-  auto& ws = Scratch<I, V>::get();
-  ws.need(m, m);
   V* acc = ws.acc.data();
   uint8_t* mark = ws.mark.data();
   I* list = ws.list.data();
@@ -212,7 +234,7 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
   const int64_t* pos = Acsc.pos;
   const I* crd = Acsc.crd;
   const V* val = Acsc.val;
-  auto add1 = [&](int64_t q, V xj) { push_runs::add_one<S>(crd[q], S::mul(val[q], xj), acc, mark, list, cnt); };
+  auto add1 = [&](int64_t q, V xj) { push_runs::add_one<S, Dense>(crd[q], S::mul(val[q], xj), acc, mark, list, cnt); };
   // Columns that begin with four consecutive rows (mesh matrices) are walked with such runs
   // done four products at a time (kernels/push_runs_avx2.hpp), where S and V have that form.
   using enum push_runs::Walk;
@@ -231,7 +253,7 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
   // Walks entries [b, e) as walk W bounded by `limit` with the runs; returns cnt.
   auto run_walk = [&]<int W>(std::integral_constant<int, W>, int64_t b, int64_t e, int64_t limit, V xj) -> int64_t {
 #ifdef SJ_PUSH_RUNS_AVAILABLE
-    if constexpr (kRuns) return push_runs::column<W, S, I, V>(crd, val, b, e, limit, xj, acc, mark, list, cnt);
+    if constexpr (kRuns) return push_runs::column<W, S, Dense, I, V>(crd, val, b, e, limit, xj, acc, mark, list, cnt);
 #endif
     (void)b, (void)e, (void)limit, (void)xj;
     return cnt;
@@ -251,8 +273,7 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
       }
       for (int64_t q = lo[p], e = hi[p]; q < e; ++q) add1(q, xj);
     }
-    finish(list, cnt, acc, mark);
-    return;
+    return cnt;
   }
   // x's columns are scattered through A's CSC arrays: fetch the column bounds 16 entries of x
   // ahead and the column's first (the last chunk: last) lines of rows and values 8 ahead, so
@@ -299,7 +320,37 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
   if (r0 > 0) walk(std::integral_constant<int, kFromEnd>{});
   else if (r1 < m) walk(std::integral_constant<int, kBelow>{});
   else walk(std::integral_constant<int, kAll>{});
-  finish(list, cnt, acc, mark);
+  return cnt;
+}
+
+// Calls finish(list, count, acc, mark) with the touched rows (unsorted) whose acc holds y(i);
+// finish must reset mark[i] for every listed i. With the dense accumulator (below) list is
+// null and count -1: the touched rows are those of [r0, r1) with mark[i] set.
+//
+// The dense accumulator: where S's add has an exact identity (ExactIdentity: plus-times and
+// plus-pair, or-and, integer min and max) and the call is expected to add several products
+// into each row (push_dense_accumulator), acc[r0, r1) starts at the identity and every
+// product is added and its row marked without testing for the row's first product; finish
+// reads the touched rows back from the marks. The sparse accumulator's test mispredicts up
+// to once per touched row where rows are touched in no pattern (luxembourg, x at 50%: 1.1 ms
+// sparse, 0.72 ms dense). y is bit for bit the same.
+template <class S, class I, class V, class Finish>
+void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t c,
+                     int64_t r0, int64_t r1, PushAccumulator how, Finish&& finish) {
+  const int64_t m = Acsc.inner;
+  auto& ws = Scratch<I, V>::get();
+  ws.need(m, m);
+  if constexpr (ExactIdentity<S>::exists) {
+    if (how == PushAccumulator::kDense ||
+        (how == PushAccumulator::kAuto && push_dense_accumulator(Acsc, x.nnz, r0, r1))) {
+      std::fill(ws.acc.data() + r0, ws.acc.data() + r1, ExactIdentity<S>::value());
+      push_walk<S, true>(Acsc, x, cuts, c, r0, r1, ws);
+      finish(static_cast<I*>(nullptr), int64_t{-1}, ws.acc.data(), ws.mark.data());
+      return;
+    }
+  }
+  const int64_t cnt = push_walk<S, false>(Acsc, x, cuts, c, r0, r1, ws);
+  finish(ws.list.data(), cnt, ws.acc.data(), ws.mark.data());
 }
 
 // The partition of push: output rows by A's nnz per row (`row_pos`: A's CSR positions).
@@ -355,6 +406,19 @@ template <class I> inline void touched_network_sort([[maybe_unused]] I* list, [[
 // Clears the marks; returns the count. Used when at least 1 in kScanTouchedShare of the
 // chunk's rows was touched.
 constexpr int64_t kScanTouchedShare = 4;
+template <class I, class V>
+int64_t scan_touched_rows(uint8_t* __restrict mark, const V* __restrict acc, int64_t r0, int64_t r1,
+                          I* __restrict oi, V* __restrict ov) {  // one row at a time
+  int64_t k = 0;
+  for (int64_t i = r0; i < r1; ++i)
+    if (mark[i]) {
+      mark[i] = 0;
+      oi[k] = static_cast<I>(i);
+      ov[k] = acc[i];
+      ++k;
+    }
+  return k;
+}
 #ifdef SJ_SORT_NETWORK_AVAILABLE
 template <class I, class V>
 [[gnu::target("avx2,bmi")]] int64_t scan_touched(uint8_t* __restrict mark, const V* __restrict acc, int64_t r0,
@@ -374,25 +438,27 @@ template <class I, class V>
       bits &= bits - 1;
     } while (bits);
   }
-  for (; i < r1; ++i)
-    if (mark[i]) {
-      mark[i] = 0;
-      oi[k] = static_cast<I>(i);
-      ov[k] = acc[i];
-      ++k;
-    }
-  return k;
+  return k + scan_touched_rows(mark, acc, i, r1, oi + k, ov + k);
 }
 #endif
+
+// The same, AVX2 or not.
+template <class I, class V>
+int64_t scan_touched_any(uint8_t* mark, const V* acc, int64_t r0, int64_t r1, I* oi, V* ov) {
+#ifdef SJ_SORT_NETWORK_AVAILABLE
+  if (sort_network::available()) return scan_touched(mark, acc, r0, r1, oi, ov);
+#endif
+  return scan_touched_rows(mark, acc, r0, r1, oi, ov);
+}
 
 // Chunk `chunk` of a sparse y: its rows [r0, r1) with a product, in increasing order, written to
 // oi/ov (room for r1 - r0 entries); returns how many. The touched rows are ordered the
 // cheapest way (below).
 template <class S, class I, class V>
 int64_t push_chunk_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t chunk,
-                          int64_t r0, int64_t r1, I* oi, V* ov) {
+                          int64_t r0, int64_t r1, I* oi, V* ov, PushAccumulator how = PushAccumulator::kAuto) {
   int64_t written = 0;
-  push_accumulate<S>(Acsc, x, cuts, chunk, r0, r1, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
+  push_accumulate<S>(Acsc, x, cuts, chunk, r0, r1, how, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
     // Touched rows in increasing order: read back from the marks when a good part of the
     // chunk's rows was touched (AVX2); else a sorting network (up to 256 int32 rows on
     // AVX2, no branch on the data), a comparison sort (~3 units per entry and level, and
@@ -401,6 +467,10 @@ int64_t push_chunk_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, co
     // + 1 per word). Scanning the marks of every row one by one cost ~0.5 ns per row: 0.1 ms
     // per call at m = 200k. The network is weighed against the bitmap in instructions, as
     // the SpGEMM rows do (kernels/spgemm_gustavson_impl.hpp: ~3 per entry + ~37 per word).
+    if (!list) {  // the dense accumulator: only the marks say which rows were touched
+      written = scan_touched_any(mark, acc, r0, r1, oi, ov);
+      return;
+    }
 #ifdef SJ_SORT_NETWORK_AVAILABLE
     if (cnt * kScanTouchedShare >= r1 - r0 && sort_network::available()) {
       written = scan_touched(mark, acc, r0, r1, oi, ov);
@@ -451,10 +521,10 @@ int64_t push_chunk_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, co
 // Sparse y: sorted indices, written into the sink (capacity m) chunk by chunk.
 template <class S, class I, class V>
 void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part, Workers& w,
-                 RowSink<I, V>& sink) {
+                 RowSink<I, V>& sink, PushAccumulator how = PushAccumulator::kAuto) {
   const std::optional<PushCuts<I, V>> cuts = push_cuts(Acsc, x, part, w);
   run_sink_chunks(w, part, sink, [&](int64_t c, int64_t r0, int64_t r1) {
-    return push_chunk_sparse<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, sink.idx + r0, sink.val + r0);
+    return push_chunk_sparse<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, sink.idx + r0, sink.val + r0, how);
   });
 }
 
@@ -462,8 +532,15 @@ void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Parti
 // once the products are summed (its workspace sized), so a chunk that fails writes nothing.
 template <class S, class I, class V>
 void push_chunk_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t chunk,
-                      int64_t r0, int64_t r1, V* y) {
-  push_accumulate<S>(Acsc, x, cuts, chunk, r0, r1, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
+                      int64_t r0, int64_t r1, V* y, PushAccumulator how = PushAccumulator::kAuto) {
+  push_accumulate<S>(Acsc, x, cuts, chunk, r0, r1, how, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
+    if (!list) {  // the dense accumulator
+      for (int64_t i = r0; i < r1; ++i) {
+        y[i] = mark[i] ? acc[i] : S::zero();
+        mark[i] = 0;
+      }
+      return;
+    }
     std::fill(y + r0, y + r1, S::zero());
     for (int64_t k = 0; k < cnt; ++k) {
       const I i = list[k];
@@ -475,10 +552,11 @@ void push_chunk_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const 
 
 // Dense y (length m): zero() where no product formed.
 template <class S, class I, class V>
-void push_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, V* y, const Partition& part, Workers& w) {
+void push_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, V* y, const Partition& part, Workers& w,
+                PushAccumulator how = PushAccumulator::kAuto) {
   const std::optional<PushCuts<I, V>> cuts = push_cuts(Acsc, x, part, w);
   w.run_indexed(part, [&](int64_t c, int64_t r0, int64_t r1) {
-    push_chunk_dense<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, y);
+    push_chunk_dense<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, y, how);
   });
 }
 

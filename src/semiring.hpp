@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "sparsejit/sparsejit.h"
 #include "src/dispatch.hpp"
@@ -40,6 +41,33 @@ template <class V> struct PlusPair {
   static V zero() { return V(0); }
   static V add(V a, V b) { return a + b; }
   static V mul(V, V) { return V(1); }
+};
+
+// The exact identity of S::add over V, where it has one: add(e, p) == p bit for bit for every
+// p, NaN included, so an accumulator can start from it instead of testing for its first
+// product (SpGEMM's values-only rows, the push's dense accumulator). Sums: -0.0 (0.0 + -0.0
+// is +0.0, but -0.0 + p is p); integer min and max: the type's extremes. Floating-point min and max have none (std::min(inf, NaN) is inf, where
+// the first product alone would give NaN): they mark each column's first product instead.
+template <class S> struct ExactIdentity { static constexpr bool exists = false; };
+template <class V> struct ExactIdentity<PlusTimes<V>> {
+  static constexpr bool exists = true;
+  static V value() { return -V(0); }
+};
+template <class V> struct ExactIdentity<PlusPair<V>> {
+  static constexpr bool exists = true;
+  static V value() { return -V(0); }
+};
+template <class V> struct ExactIdentity<OrAnd<V>> {  // products are 0 or 1, and add(0, p) == p
+  static constexpr bool exists = true;
+  static V value() { return V(0); }
+};
+template <class V> struct ExactIdentity<MinPlus<V>> {
+  static constexpr bool exists = std::is_integral_v<V>;
+  static V value() { return std::numeric_limits<V>::max(); }
+};
+template <class V> struct ExactIdentity<MaxTimes<V>> {
+  static constexpr bool exists = std::is_integral_v<V>;
+  static V value() { return std::numeric_limits<V>::lowest(); }
 };
 
 // Calls f(SemiringType{}) for the runtime semiring; value type V is fixed by the caller.

@@ -475,6 +475,29 @@ TEST(ParallelDeterminism, SpmspvAndSpmvEverySchedule) {
   }
 }
 
+// A push whose single chunk has over 4096 rows takes the dense accumulator, and its chunks
+// at more threads (under 4096 rows each) the sparse one: the same bits either way.
+TEST(ParallelDeterminism, SpmspvPushEitherAccumulator) {
+  SplitSmallInputs split;
+  Rng rng(15);
+  const auto a = sj::test::random_uniform<int32_t, double>(rng, 20000, 2000, 0.002);
+  for (double density : {0.3, 0.05}) {  // ~1.2 and ~0.2 products per output row
+    auto xr = sj::test::random_sparse_vector<int32_t, double>(rng, 2000, density);
+    // A's CSC shape and nnz (all the choice reads): one chunk of all rows picks the dense
+    // accumulator at x 30%, and neither a 4000-row chunk nor x at 5% does.
+    std::vector<int64_t> csc_pos(2001, 0);
+    csc_pos.back() = a.pos.back();
+    const sj::CsView<int32_t, double> csc{2000, 20000, csc_pos.data(), nullptr, nullptr};
+    const int64_t nx = static_cast<int64_t>(xr.idx.size());
+    EXPECT_EQ(sj::spmspv::push_dense_accumulator(csc, nx, 0, 20000), density > 0.1);
+    EXPECT_FALSE(sj::spmspv::push_dense_accumulator(csc, nx, 8000, 12000));
+    std::vector<Tensor> ops{T(a), sj::to_tensor(sj::default_allocator(), xr, sj::ValueType::F64)};
+    for (bool dense : {false, true})
+      check_case({"spmspv push x " + std::to_string(density) + (dense ? " dense" : ""), SJ_OP_SPMSPV, ops,
+                  options(SJ_SCHEDULE_PUSH, dense)});
+  }
+}
+
 TEST(ParallelDeterminism, ElementWiseEverySchedule) {
   SplitSmallInputs split;
   Rng rng(14);

@@ -4,7 +4,10 @@
 // blocks at the last rows of A): every way a chunk walks a column (all rows, the first and the
 // last of two chunks, cut ranges of three and seven chunks), sparse and dense y, f32 and f64,
 // int32 and int64 rows, accumulators left touched by earlier x entries in every pattern, every
-// semiring with a vector form, and or-and over bool (which takes the scalar walk).
+// semiring with a vector form, and or-and over bool (which takes the scalar walk). Every
+// round runs with the accumulator the push would choose (here, with under 4096 rows, the
+// sparse one) and with each one forced: the sparse one (first-touch test) and the dense one
+// (plus-times, plus-pair and or-and: accumulators started at the exact identity, no test).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -88,10 +91,13 @@ void expected_y(const Csc<I, V>& a, const std::vector<I>& xi, const std::vector<
     }
 }
 
-template <class S, class I, class V> void check_round(std::mt19937& rng, int round) {
-  const int64_t m = 1 + static_cast<int64_t>(rng() % 300), n = 1 + static_cast<int64_t>(rng() % 120);
-  const Csc<I, V> a = mesh_matrix<I, V>(rng, m, n, round % 3 == 0 ? 0.5 : 0.08, round % 7 == 3);
-  const double density = round % 4 == 0 ? 1.0 : 0.05 + 0.1 * (round % 5);
+// A mesh matrix of m x n with this node density (NaN among the values if `nan`) times x of
+// this density, against expected_y, every way the push can run; returns whether the push
+// picks the dense accumulator by itself.
+template <class S, class I, class V>
+bool check_push(std::mt19937& rng, int64_t m, int64_t n, double node_density, bool nan, double density,
+                const std::string& where) {
+  const Csc<I, V> a = mesh_matrix<I, V>(rng, m, n, node_density, nan);
   std::vector<I> xi;
   std::vector<V> xv;
   std::uniform_real_distribution<double> u(0, 1);
@@ -106,46 +112,60 @@ template <class S, class I, class V> void check_round(std::mt19937& rng, int rou
   std::vector<uint8_t> has;
   expected_y<S>(a, xi, xv, want, has);
   const sj::CsView<I, V> A = a.view();
-  const std::string where = "round " + std::to_string(round) + " " + std::to_string(m) + "x" + std::to_string(n);
 
   // Sparse y over chunkings of 1, 2, 3 and 7 chunks (two chunks walk forward and backward,
   // more read cut ranges).
-  for (int64_t chunks : {1, 2, 3, 7}) {
-    sj::Partition part;
-    part.bounds.clear();
-    for (int64_t c = 0; c <= chunks; ++c) part.bounds.push_back(m * c / chunks);
-    sj::Workers w = sj::Workers::serial();
-    std::vector<I> oi(static_cast<size_t>(m));
-    std::vector<V> ov(static_cast<size_t>(m));
-    sj::spmspv::RowSink<I, V> sink;
-    sink.idx = oi.data();
-    sink.val = ov.data();
-    sj::spmspv::push_sparse<S>(A, x, part, w, sink);
-    std::vector<I> gi(static_cast<size_t>(sink.count));
-    std::vector<V> gv(static_cast<size_t>(sink.count));
-    sink.gather(gi.data(), gv.data());
-    int64_t k = 0;
-    for (int64_t i = 0; i < m; ++i) {
-      if (!has[i]) continue;
-      ASSERT_LT(k, sink.count) << where << " chunks " << chunks;
-      ASSERT_EQ(gi[k], i) << where << " chunks " << chunks;
-      ASSERT_EQ(std::memcmp(&gv[k], &want[i], sizeof(V)), 0) << where << " chunks " << chunks << " row " << i;
-      ++k;
-    }
-    ASSERT_EQ(k, sink.count) << where << " chunks " << chunks;
+  using sj::spmspv::PushAccumulator;
+  for (PushAccumulator how : {PushAccumulator::kAuto, PushAccumulator::kSparse, PushAccumulator::kDense}) {
+    const std::string at = where + " accumulator " + std::to_string(static_cast<int>(how));
+    for (int64_t chunks : {1, 2, 3, 7}) {
+      sj::Partition part;
+      part.bounds.clear();
+      for (int64_t c = 0; c <= chunks; ++c) part.bounds.push_back(m * c / chunks);
+      sj::Workers w = sj::Workers::serial();
+      std::vector<I> oi(static_cast<size_t>(m));
+      std::vector<V> ov(static_cast<size_t>(m));
+      sj::spmspv::RowSink<I, V> sink;
+      sink.idx = oi.data();
+      sink.val = ov.data();
+      sj::spmspv::push_sparse<S>(A, x, part, w, sink, how);
+      std::vector<I> gi(static_cast<size_t>(sink.count));
+      std::vector<V> gv(static_cast<size_t>(sink.count));
+      sink.gather(gi.data(), gv.data());
+      int64_t k = 0;
+      for (int64_t i = 0; i < m; ++i) {
+        if (!has[i]) continue;
+        EXPECT_LT(k, sink.count) << at << " chunks " << chunks;
+        EXPECT_EQ(gi[k], i) << at << " chunks " << chunks;
+        EXPECT_EQ(std::memcmp(&gv[k], &want[i], sizeof(V)), 0) << at << " chunks " << chunks << " row " << i;
+        if (testing::Test::HasFailure()) return false;
+        ++k;
+      }
+      EXPECT_EQ(k, sink.count) << at << " chunks " << chunks;
 
-    std::vector<V> y(static_cast<size_t>(m), V(-99));
-    sj::spmspv::push_dense<S>(A, x, y.data(), part, w);
-    for (int64_t i = 0; i < m; ++i)
-      ASSERT_EQ(std::memcmp(&y[i], &want[i], sizeof(V)), 0) << where << " dense, chunks " << chunks << " row " << i;
+      std::vector<V> y(static_cast<size_t>(m), V(-99));
+      sj::spmspv::push_dense<S>(A, x, y.data(), part, w, how);
+      for (int64_t i = 0; i < m && !testing::Test::HasFailure(); ++i)
+        EXPECT_EQ(std::memcmp(&y[i], &want[i], sizeof(V)), 0) << at << " dense, chunks " << chunks << " row " << i;
+      if (testing::Test::HasFailure()) return false;
+    }
   }
+  return sj::ExactIdentity<S>::exists && sj::spmspv::push_dense_accumulator(A, x.nnz, 0, m);
+}
+
+template <class S, class I, class V> void check_round(std::mt19937& rng, int round) {
+  const int64_t m = 1 + static_cast<int64_t>(rng() % 300), n = 1 + static_cast<int64_t>(rng() % 120);
+  const double density = round % 4 == 0 ? 1.0 : 0.05 + 0.1 * (round % 5);
+  const std::string where = "round " + std::to_string(round) + " " + std::to_string(m) + "x" + std::to_string(n);
+  EXPECT_FALSE((check_push<S, I, V>(rng, m, n, round % 3 == 0 ? 0.5 : 0.08, round % 7 == 3, density, where)))
+      << where << ": the dense accumulator picked for under 4096 rows";
 }
 
 template <class S, class I, class V> void check_type(unsigned seed) {
   std::mt19937 rng(seed);
   for (int round = 0; round < 120; ++round) {
     check_round<S, I, V>(rng, round);
-    if (testing::Test::HasFatalFailure()) return;
+    if (testing::Test::HasFailure()) return;
   }
 }
 
@@ -167,6 +187,23 @@ TEST(PushRuns, OtherSemiringsMatchTheContractBitForBit) {
   check_type<sj::MaxTimes<double>, int64_t, double>(7);
   check_type<sj::MaxTimes<float>, int32_t, float>(8);
   check_type<sj::PlusPair<double>, int32_t, double>(9);
+}
+
+// Outputs of 4096 rows and more take the dense accumulator by themselves once the products
+// reach one per row (kernels/spmspv_kernels.hpp, push_dense_accumulator), and keep the
+// sparse one below that; NaN and signed zeros among the values.
+TEST(PushRuns, LargeOutputsPickTheDenseAccumulatorAndAgree) {
+  std::mt19937 rng(11);
+  for (int k = 0; k < 3; ++k) {
+    const std::string where = "large " + std::to_string(k);
+    EXPECT_TRUE((check_push<sj::PlusTimes<double>, int32_t, double>(rng, 6000, 90, 0.3, k == 1, 0.5, where)));
+    EXPECT_FALSE((check_push<sj::PlusTimes<double>, int32_t, double>(rng, 6000, 90, 0.01, k == 1, 0.05, where)));
+    EXPECT_TRUE((check_push<sj::PlusPair<float>, int64_t, float>(rng, 5000, 40, 0.5, false, 0.5, where)));
+    EXPECT_TRUE((check_push<sj::OrAnd<uint8_t>, int32_t, uint8_t>(rng, 4100, 40, 0.5, false, 0.5, where)));
+    // min and max over floating values have no exact identity: always the sparse accumulator.
+    EXPECT_FALSE((check_push<sj::MinPlus<double>, int32_t, double>(rng, 6000, 90, 0.3, true, 0.5, where)));
+    if (testing::Test::HasFailure()) return;
+  }
 }
 
 TEST(PushRuns, BoolOrAndTakesTheScalarWalkAndAgrees) {
