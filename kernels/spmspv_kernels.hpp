@@ -197,10 +197,11 @@ enum class PushAccumulator { kAuto, kSparse, kDense };
 // expected products per row, nnz(A) nx / (n m), reach 1. Where the accumulators miss the
 // cache, the first-touch test waits for the miss before its misprediction is found; in L1 the
 // test is cheap, and predicted well on banded and mesh matrices. Measured with both forced
-// (bench_push_accumulator, 58 matrices, x at 1%, 10% and 50%): on 4000-5000-row and larger
-// inputs at 1-30 products per row the dense one was 1.0-1.75x faster (luxembourg at 50%:
-// 1.1 vs 0.6 ms), under 1 product per row 0.16-0.9x; under 4000 rows within +-10% at any
-// density (ratios that changed sides between runs).
+// (bench_push_accumulator, 58 matrices and 3 synthetic ones, x at 1%, 10% and 50%): on
+// 4000-row and larger inputs at 1-30 products per row the dense one was 1.0-1.8x faster
+// (luxembourg at 50%: 1.0 vs 0.56 ms; uniform 600k at 10%: 1.3x), under 1 product per row
+// 0.16-0.99x; under 4000 rows 0.64-1.07x at x 10% and 0.85-1.18x at 50%, inputs changing
+// sides between runs.
 constexpr int64_t kDenseAccumulatorMinRows = 4096;
 constexpr double kDenseAccumulatorProductsPerRow = 1.0;
 template <class I, class V> inline bool push_dense_accumulator(const CsView<I, V>& Acsc, int64_t nx, int64_t r0, int64_t r1) {
