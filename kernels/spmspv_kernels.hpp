@@ -204,12 +204,16 @@ enum class PushAccumulator { kAuto, kSparse, kDense };
 // sides between runs.
 constexpr int64_t kDenseAccumulatorMinRows = 4096;
 constexpr double kDenseAccumulatorProductsPerRow = 1.0;
+// The rule on its numbers (explain reports it from the plan's statistics).
+inline bool dense_accumulator_pays(double products_per_row, int64_t chunk_rows) {
+  return chunk_rows >= kDenseAccumulatorMinRows && products_per_row >= kDenseAccumulatorProductsPerRow;
+}
 template <class I, class V> inline bool push_dense_accumulator(const CsView<I, V>& Acsc, int64_t nx, int64_t r0, int64_t r1) {
   const int64_t n = Acsc.outer, m = Acsc.inner;
-  if (n == 0 || m == 0 || r1 - r0 < kDenseAccumulatorMinRows) return false;
+  if (n == 0 || m == 0) return false;
   const double per_row = static_cast<double>(Acsc.pos[n] - Acsc.pos[0]) * static_cast<double>(nx) /
                          (static_cast<double>(n) * static_cast<double>(m));
-  return per_row >= kDenseAccumulatorProductsPerRow;
+  return dense_accumulator_pays(per_row, r1 - r0);
 }
 
 // Over the output rows [r0, r1) only. How the chunk finds its part of each column of x:

@@ -275,6 +275,20 @@ class SpmspvSchedule : public ScheduleImpl {
 };
 
 class Push final : public SpmspvSchedule {
+  // Which accumulator the push takes for the plan's x (spmspv::push_dense_accumulator, per
+  // call and chunk: a later x or a split into chunks may take the other).
+  static std::string accumulator_note(const PlanInputs& in, const Features& f) {
+    const bool exact = with_kernel_types(in.prepared.index_type, in.prepared.value_type, in.req.options.semiring,
+                                         [](auto s, auto, auto) { return ExactIdentity<decltype(s)>::exists; });
+    if (!exact) return "sparse accumulator (the semiring's add has no exact identity)";
+    const double per_row = f.m > 0 ? f.flops / f.m : 0;
+    const auto rows = static_cast<int64_t>(f.m);
+    return cat(spmspv::dense_accumulator_pays(per_row, rows) ? "dense" : "sparse", " accumulator for this x (",
+               std::round(per_row * 100) / 100, " expected products per row over ", rows,
+               " rows; dense from ", spmspv::kDenseAccumulatorProductsPerRow, " over ",
+               spmspv::kDenseAccumulatorMinRows, " rows, chosen per call and chunk)");
+  }
+
  public:
   sj_schedule schedule() const override { return SJ_SCHEDULE_PUSH; }
   Costing cost(const PlanInputs& in) const override {
@@ -284,7 +298,7 @@ class Push final : public SpmspvSchedule {
     const CscSource src = csc_source(in.req, in.prepared.index_type);
     const Tensor& a = in.req.operands[0];
     double conv = 0;
-    std::string note = "column-wise push over CSC(A), sparse accumulator";
+    std::string note = cat("column-wise push over CSC(A), ", accumulator_note(in, f));
     if (src.zero_copy) {
       note += "; A given column-wise";
     } else if (has_form(a, *src.key)) {

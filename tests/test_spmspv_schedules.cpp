@@ -261,6 +261,39 @@ TEST(SpmspvSchedules, PushKeepsTheCscCopyOnTheHandle) {
   sj_plan_destroy(plan);
 }
 
+// Explain names the push's accumulator for the plan's x: dense for a large output with about a
+// product per row or more, sparse below that, and sparse where the semiring's add has no
+// exact identity (floating min-plus); each plan's result equals the reference.
+TEST(SpmspvSchedules, ExplainNamesThePushAccumulator) {
+  Ctx ctx;
+  Rng rng(8);
+  H A, xd, xs;
+  A.t = csr_handle(ctx.c, sj::test::random_uniform<int32_t, double>(rng, 6000, 300, 0.01));  // 3 per column
+  xd.t = vec_handle(ctx.c, sj::test::random_sparse_vector<int32_t, double>(rng, 300, 0.8));  // ~1.2 per row
+  xs.t = vec_handle(ctx.c, sj::test::random_sparse_vector<int32_t, double>(rng, 300, 0.1));  // ~0.15 per row
+  struct Want {
+    const sj_tensor* x;
+    sj_semiring s;
+    const char* text;
+  };
+  for (const Want& w : {Want{xd.t, SJ_SEMIRING_PLUS_TIMES, "dense accumulator for this x"},
+                        Want{xs.t, SJ_SEMIRING_PLUS_TIMES, "sparse accumulator for this x"},
+                        Want{xd.t, SJ_SEMIRING_MIN_PLUS, "sparse accumulator (the semiring's add has no exact identity)"}}) {
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.schedule = SJ_SCHEDULE_PUSH;
+    o.semiring = w.s;
+    const sj_tensor* ops[2] = {A.t, w.x};
+    sj_plan* plan = nullptr;
+    ASSERT_EQ(sj_plan_create(ctx.c, SJ_OP_SPMSPV, ops, 2, &o, &plan), SJ_OK) << msg();
+    const char* text = nullptr;
+    ASSERT_EQ(sj_plan_explain_text(plan, &text), SJ_OK) << msg();
+    EXPECT_NE(std::string(text).find(w.text), std::string::npos) << text;
+    sj_plan_destroy(plan);
+    check_spmspv(ctx.c, A.t, w.x, w.s, w.text, false, /*with_inner=*/false);
+  }
+}
+
 // The push puts each call's touched rows in order by reading back its marks (when it touched
 // a good part of the rows), an AVX2 sorting network (up to 256 int32 rows), std::sort or a
 // bitmap, by cost. Every touched count from 0 to 300 over a tall A (many bitmap words, so the
