@@ -46,8 +46,9 @@ template <class V> struct PlusPair {
 // The exact identity of S::add over V, where it has one: add(e, p) == p bit for bit for every
 // p, NaN included, so an accumulator can start from it instead of testing for its first
 // product (SpGEMM's values-only rows, the push's dense accumulator). Sums: -0.0 (0.0 + -0.0
-// is +0.0, but -0.0 + p is p); integer min and max: the type's extremes. Floating-point min and max have none (std::min(inf, NaN) is inf, where
-// the first product alone would give NaN): they mark each column's first product instead.
+// is +0.0, but -0.0 + p is p); integer min and max: the type's extremes. Floating-point min
+// and max have none (std::min(inf, NaN) is inf, where the first product alone would give
+// NaN): their kernels test for each accumulator's first product instead.
 template <class S> struct ExactIdentity { static constexpr bool exists = false; };
 template <class V> struct ExactIdentity<PlusTimes<V>> {
   static constexpr bool exists = true;

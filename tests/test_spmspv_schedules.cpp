@@ -278,7 +278,8 @@ TEST(SpmspvSchedules, ExplainNamesThePushAccumulator) {
   };
   for (const Want& w : {Want{xd.t, SJ_SEMIRING_PLUS_TIMES, "dense accumulator for this x"},
                         Want{xs.t, SJ_SEMIRING_PLUS_TIMES, "sparse accumulator for this x"},
-                        Want{xd.t, SJ_SEMIRING_MIN_PLUS, "sparse accumulator (the semiring's add has no exact identity)"}}) {
+                        Want{xd.t, SJ_SEMIRING_MIN_PLUS,
+                             "sparse accumulator (the semiring's add has no exact identity)"}}) {
     sj_op_options o;
     sj_op_options_init(&o);
     o.schedule = SJ_SCHEDULE_PUSH;
