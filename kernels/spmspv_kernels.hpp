@@ -27,7 +27,9 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <absl/container/inlined_vector.h>
@@ -456,40 +458,74 @@ int64_t scan_touched_any(uint8_t* mark, const V* acc, int64_t r0, int64_t r1, I*
   return scan_touched_rows(mark, acc, r0, r1, oi, ov);
 }
 
+// The set marks of [r0, r1): the dense accumulator's touched rows, counted before they are
+// written. Marks are 0 or 1, so eight of them summed by one multiply: ~0.5 instructions a row.
+inline int64_t count_marks(const uint8_t* mark, int64_t r0, int64_t r1) {
+  int64_t k = 0, i = r0;
+  for (; i + 8 <= r1; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, mark + i, 8);
+    k += static_cast<int64_t>((word * 0x0101010101010101ull) >> 56);
+  }
+  for (; i < r1; ++i) k += mark[i];
+  return k;
+}
+
 // Chunk `chunk` of a sparse y: its rows [r0, r1) with a product, in increasing order, written to
-// oi/ov (room for r1 - r0 entries); returns how many. The touched rows are ordered the
-// cheapest way (below).
-template <class S, class I, class V>
-int64_t push_chunk_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t chunk,
-                          int64_t r0, int64_t r1, I* oi, V* ov, PushAccumulator how = PushAccumulator::kAuto) {
+// where place(count) says (a pair of index and value pointers with room for count entries),
+// once the count is known; returns the count. The touched rows are ordered the cheapest way
+// (below). place may throw (a result it allocates): the marks are cleared first, so the
+// thread's workspace stays ready for its next call.
+template <class S, class I, class V, class Place>
+int64_t push_chunk_sparse_placed(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts,
+                                 int64_t chunk, int64_t r0, int64_t r1, Place&& place,
+                                 PushAccumulator how = PushAccumulator::kAuto) {
   int64_t written = 0;
   push_accumulate<S>(Acsc, x, cuts, chunk, r0, r1, how, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
     // Touched rows in increasing order: read back from the marks when a good part of the
-    // chunk's rows was touched (AVX2); else a sorting network (up to 256 int32 rows on
-    // AVX2, no branch on the data), a comparison sort (~3 units per entry and level, and
-    // about a misprediction per entry), or a bitmap of the chunk's rows: set a bit per
-    // entry, then read the words over [r0, r1) and decode each set bit (~2 units per entry
-    // + 1 per word). Scanning the marks of every row one by one cost ~0.5 ns per row: 0.1 ms
-    // per call at m = 200k. The network is weighed against the bitmap in instructions, as
-    // the SpGEMM rows do (kernels/spgemm_gustavson_impl.hpp: ~3 per entry + ~37 per word).
-    if (!list) {  // the dense accumulator: only the marks say which rows were touched
+    // chunk's rows was touched (AVX2), or with the dense accumulator, which has only the
+    // marks; else a sorting network (up to 256 int32 rows on AVX2, no branch on the data), a
+    // comparison sort (~3 units per entry and level, and about a misprediction per entry), or
+    // a bitmap of the chunk's rows: set a bit per entry, then read the words over [r0, r1)
+    // and decode each set bit (~2 units per entry + 1 per word). Scanning the marks of every
+    // row one by one cost ~0.5 ns per row: 0.1 ms per call at m = 200k. The network is
+    // weighed against the bitmap in instructions, as the SpGEMM rows do
+    // (kernels/spgemm_gustavson_impl.hpp: ~3 per entry + ~37 per word).
+    enum class Order { kScan, kNetwork, kSort, kBitmap } order = Order::kScan;
+    if (!list) {
+      cnt = count_marks(mark, r0, r1);
+    } else {
+      bool scan = false;
+#ifdef SJ_SORT_NETWORK_AVAILABLE
+      scan = cnt * kScanTouchedShare >= r1 - r0 && sort_network::available();
+#endif
+      if (!scan) {
+        const int64_t span_words = ((r1 - 1) >> 6) - (r0 >> 6) + 1;
+        double lg = 1;
+        for (int64_t c = cnt; c > 1; c >>= 1) lg += 1;
+        const int64_t net = touched_network_cost<I>(cnt);
+        order = net != 0 && net <= 3 * cnt + 37 * span_words ? Order::kNetwork
+                : static_cast<double>(cnt) * lg * 3.0 < 2.0 * static_cast<double>(cnt) + static_cast<double>(span_words)
+                    ? Order::kSort
+                    : Order::kBitmap;
+      }
+    }
+    I* oi;
+    V* ov;
+    uint64_t* bits = nullptr;
+    try {
+      if (order == Order::kBitmap) bits = Scratch<I, V>::get().need_bits(r1);
+      std::tie(oi, ov) = place(cnt);
+    } catch (...) {
+      std::fill(mark + r0, mark + r1, uint8_t{0});
+      throw;
+    }
+    if (order == Order::kScan) {
       written = scan_touched_any(mark, acc, r0, r1, oi, ov);
       return;
     }
-#ifdef SJ_SORT_NETWORK_AVAILABLE
-    if (cnt * kScanTouchedShare >= r1 - r0 && sort_network::available()) {
-      written = scan_touched(mark, acc, r0, r1, oi, ov);
-      return;
-    }
-#endif
-    const int64_t span_words = ((r1 - 1) >> 6) - (r0 >> 6) + 1;
-    double lg = 1;
-    for (int64_t c = cnt; c > 1; c >>= 1) lg += 1;
-    const double words = static_cast<double>(span_words);
-    const int64_t net = touched_network_cost<I>(cnt);
-    const bool by_network = net != 0 && net <= 3 * cnt + 37 * span_words;
-    if (by_network || static_cast<double>(cnt) * lg * 3.0 < 2.0 * static_cast<double>(cnt) + words) {
-      if (by_network) touched_network_sort(list, cnt);
+    if (order != Order::kBitmap) {
+      if (order == Order::kNetwork) touched_network_sort(list, cnt);
       else std::sort(list, list + cnt);
       for (int64_t k = 0; k < cnt; ++k) {
         const I i = list[k];
@@ -498,7 +534,6 @@ int64_t push_chunk_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, co
         mark[i] = 0;
       }
     } else {
-      uint64_t* bits = Scratch<I, V>::get().need_bits(r1);
       for (int64_t k = 0; k < cnt; ++k) {
         const I i = list[k];
         bits[i >> 6] |= uint64_t(1) << (i & 63);
@@ -521,6 +556,14 @@ int64_t push_chunk_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, co
     written = cnt;
   });
   return written;
+}
+
+// The same into oi/ov, with room for r1 - r0 entries.
+template <class S, class I, class V>
+int64_t push_chunk_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t chunk,
+                          int64_t r0, int64_t r1, I* oi, V* ov, PushAccumulator how = PushAccumulator::kAuto) {
+  return push_chunk_sparse_placed<S, I, V>(Acsc, x, cuts, chunk, r0, r1, [&](int64_t) { return std::pair{oi, ov}; },
+                                           how);
 }
 
 // Sparse y: sorted indices, written into the sink (capacity m) chunk by chunk.

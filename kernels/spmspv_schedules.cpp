@@ -229,10 +229,11 @@ Tensor run_rowwise(const ExecInputs& in, Kernel&& kernel) {
 }
 
 // Push's direct route (ScheduleImpl::direct): a serial push of A's kept CSC copy with x,
-// written by the kernel into the caller's buffers, or into a new result (a dense y directly;
-// a sparse one through this thread's scratch, copied at exact size). What Push::run does for
-// such a call, less the layers between: a ~100 ns call into buffers spent ~1,100 of its
-// ~1,700 instructions there; a new result through them took ~350 more than through here.
+// written by the kernel into the caller's buffers or into a new result (a sparse one allocated
+// at exact size once the touched rows are counted: copying it from a scratch cost ~100 ns of
+// a ~1.9 us call on 1138_bus, x at 10%). What Push::run does for such a call, less the layers
+// between: a ~100 ns call into buffers spent ~1,100 of its ~1,700 instructions there; a new
+// result through them took ~350 more than through here.
 template <class S, class I, class V, bool Dense> bool push_direct(const DirectCall& c) {
   const Tensor& a = c.operands[0];  // CSR, not transposed (Push::direct)
   const int64_t m = a.dims[0];
@@ -252,18 +253,15 @@ template <class S, class I, class V, bool Dense> bool push_direct(const DirectCa
     spmspv::push_chunk_dense<S, I, V>(A, x, nullptr, 0, 0, m,
                                       c.into ? static_cast<V*>(c.into->buffers->values) : c.result->values.as_mut<V>());
     if (c.into) set_dense_layout(*c.into, m, vt);
-  } else {  // into the caller's buffers, or this thread's scratch copied at exact size
-    I* yi = c.into ? static_cast<I*>(c.into->buffers->crd) : nullptr;
-    V* yv = c.into ? static_cast<V*>(c.into->buffers->values) : nullptr;
-    if (!c.into) {
-      auto& ws = spmspv::Scratch<I, V>::get();
-      ws.need(0, m);
-      yi = ws.outi.data();
-      yv = ws.outv.data();
-    }
-    const int64_t count = spmspv::push_chunk_sparse<S, I, V>(A, x, nullptr, 0, 0, m, yi, yv);
-    if (c.into) set_vector_layout(*c.into, m, vt, count);
-    else init_sparse_vector_copy(*c.result, c.ctx.allocator, m, count, yi, yv, vt);
+  } else if (c.into) {
+    const int64_t count = spmspv::push_chunk_sparse<S, I, V>(A, x, nullptr, 0, 0, m, static_cast<I*>(c.into->buffers->crd),
+                                                             static_cast<V*>(c.into->buffers->values));
+    set_vector_layout(*c.into, m, vt, count);
+  } else {  // a new result at exact size, allocated once the count is known and written in place
+    spmspv::push_chunk_sparse_placed<S, I, V>(A, x, nullptr, 0, 0, m, [&](int64_t count) {
+      init_sparse_vector(*c.result, c.ctx.allocator, m, count, index_type_of<I>(), vt);
+      return std::pair{c.result->levels[0].crd.template as_mut<I>(), c.result->values.template as_mut<V>()};
+    });
   }
   if (c.into) c.into->written = true;
   return true;

@@ -12,8 +12,11 @@
 
 #include <cstring>
 #include <limits>
+#include <new>
 #include <random>
+#include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/spmspv_kernels.hpp"
@@ -91,6 +94,25 @@ void expected_y(const Csc<I, V>& a, const std::vector<I>& xi, const std::vector<
     }
 }
 
+// Whether the sparse y of `count` entries (gi, gv) holds the rows with a product (has) and
+// their values (want) bit for bit.
+template <class I, class V>
+bool same_y(const I* gi, const V* gv, int64_t count, const std::vector<uint8_t>& has, const std::vector<V>& want,
+            const std::string& at) {
+  int64_t k = 0;
+  for (size_t i = 0; i < has.size(); ++i) {
+    if (!has[i]) continue;
+    EXPECT_LT(k, count) << at;
+    if (k >= count) return false;
+    EXPECT_EQ(gi[k], static_cast<I>(i)) << at;
+    EXPECT_EQ(std::memcmp(&gv[k], &want[i], sizeof(V)), 0) << at << " row " << i;
+    if (testing::Test::HasFailure()) return false;
+    ++k;
+  }
+  EXPECT_EQ(k, count) << at;
+  return !testing::Test::HasFailure();
+}
+
 // A mesh matrix of m x n with this node density (NaN among the values if `nan`) times x of
 // this density, against expected_y, every way the push can run; returns whether the push
 // picks the dense accumulator by itself.
@@ -132,16 +154,7 @@ bool check_push(std::mt19937& rng, int64_t m, int64_t n, double node_density, bo
       std::vector<I> gi(static_cast<size_t>(sink.count));
       std::vector<V> gv(static_cast<size_t>(sink.count));
       sink.gather(gi.data(), gv.data());
-      int64_t k = 0;
-      for (int64_t i = 0; i < m; ++i) {
-        if (!has[i]) continue;
-        EXPECT_LT(k, sink.count) << at << " chunks " << chunks;
-        EXPECT_EQ(gi[k], i) << at << " chunks " << chunks;
-        EXPECT_EQ(std::memcmp(&gv[k], &want[i], sizeof(V)), 0) << at << " chunks " << chunks << " row " << i;
-        if (testing::Test::HasFailure()) return false;
-        ++k;
-      }
-      EXPECT_EQ(k, sink.count) << at << " chunks " << chunks;
+      if (!same_y(gi.data(), gv.data(), sink.count, has, want, at + " chunks " + std::to_string(chunks))) return false;
 
       std::vector<V> y(static_cast<size_t>(m), V(-99));
       sj::spmspv::push_dense<S>(A, x, y.data(), part, w, how);
@@ -149,6 +162,23 @@ bool check_push(std::mt19937& rng, int64_t m, int64_t n, double node_density, bo
         EXPECT_EQ(std::memcmp(&y[i], &want[i], sizeof(V)), 0) << at << " dense, chunks " << chunks << " row " << i;
       if (testing::Test::HasFailure()) return false;
     }
+    // One chunk written where `place` says once the count is known (a new result at exact size):
+    // arrays of exactly the count it asks for (ASan: no write past them). A place that throws
+    // leaves the thread's workspace clear: the next call still gives y.
+    EXPECT_THROW((sj::spmspv::push_chunk_sparse_placed<S, I, V>(
+                     A, x, nullptr, 0, 0, m, [](int64_t) -> std::pair<I*, V*> { throw std::bad_alloc(); }, how)),
+                 std::bad_alloc);
+    int64_t asked = -1;
+    std::vector<I> ei;
+    std::vector<V> ev;
+    const int64_t got = sj::spmspv::push_chunk_sparse_placed<S, I, V>(A, x, nullptr, 0, 0, m, [&](int64_t count) {
+      asked = count;
+      ei.resize(static_cast<size_t>(count));
+      ev.resize(static_cast<size_t>(count));
+      return std::pair{ei.data(), ev.data()};
+    }, how);
+    EXPECT_EQ(got, asked) << at << " placed";
+    if (!same_y(ei.data(), ev.data(), got, has, want, at + " placed")) return false;
   }
   return sj::ExactIdentity<S>::exists && sj::spmspv::push_dense_accumulator(A, x.nnz, 0, m);
 }
