@@ -236,6 +236,54 @@ TEST(PushRuns, LargeOutputsPickTheDenseAccumulatorAndAgree) {
   }
 }
 
+// Reading touched rows back from their marks (scan_touched_any) into arrays of exactly the count,
+// followed by guard entries: every count of touched rows in a block of 32 (blocks moved four
+// rows at a time and row by row), rows past the last block, chunks that start past row 0.
+template <class I, class V> void check_scan(std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int round = 0; round < 300; ++round) {
+    const int64_t m = static_cast<int64_t>(rng() % 200), r0 = m > 0 && round % 3 == 1 ? static_cast<int64_t>(rng() % m) : 0;
+    const double density = round % 5 == 0 ? 1.0 : u(rng);
+    std::vector<uint8_t> mark(static_cast<size_t>(m), 0);
+    std::vector<V> acc(static_cast<size_t>(m));
+    std::vector<I> want_i;
+    std::vector<V> want_v;
+    for (int64_t i = 0; i < m; ++i) {
+      acc[i] = value<V>(u(rng) * 100 - 50);
+      if (i >= r0 && u(rng) < density) {
+        mark[i] = 1;
+        want_i.push_back(static_cast<I>(i));
+        want_v.push_back(acc[i]);
+      }
+    }
+    const int64_t cnt = static_cast<int64_t>(want_i.size());
+    constexpr int kGuard = 4;
+    std::vector<I> oi(static_cast<size_t>(cnt + kGuard), I(-7));
+    std::vector<V> ov(static_cast<size_t>(cnt + kGuard), V(-7));
+    const std::string at = "round " + std::to_string(round) + " rows [" + std::to_string(r0) + ", " + std::to_string(m) + ")";
+    EXPECT_EQ(sj::spmspv::scan_touched_any(mark.data(), acc.data(), r0, m, oi.data(), ov.data(), cnt), cnt) << at;
+    for (int64_t k = 0; k < cnt; ++k) {
+      EXPECT_EQ(oi[k], want_i[k]) << at << " entry " << k;
+      EXPECT_EQ(std::memcmp(&ov[k], &want_v[k], sizeof(V)), 0) << at << " entry " << k;
+    }
+    for (int64_t k = cnt; k < cnt + kGuard; ++k) {
+      EXPECT_EQ(oi[k], I(-7)) << at << ": written past the room at " << k;
+      EXPECT_EQ(ov[k], V(-7)) << at << ": written past the room at " << k;
+    }
+    for (int64_t i = 0; i < m; ++i) EXPECT_EQ(mark[i], 0) << at << " mark " << i;
+    if (testing::Test::HasFailure()) return;
+  }
+}
+
+TEST(PushRuns, ScanTouchedWritesTheRowsAndNothingPastItsRoom) {
+  std::mt19937 rng(21);
+  check_scan<int32_t, double>(rng);
+  check_scan<int64_t, double>(rng);
+  check_scan<int32_t, float>(rng);
+  check_scan<int64_t, float>(rng);
+  check_scan<int32_t, uint8_t>(rng);
+}
+
 TEST(PushRuns, BoolOrAndTakesTheScalarWalkAndAgrees) {
   static_assert(!sj::push_runs::kVectorised<sj::OrAnd<uint8_t>, uint8_t>);
   check_type<sj::OrAnd<uint8_t>, int32_t, uint8_t>(10);
