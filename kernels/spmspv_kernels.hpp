@@ -491,8 +491,7 @@ constexpr int kScanCompressMinTouched = 8;
 template <class I, class V>
 [[gnu::target("avx2,bmi,popcnt")]] int64_t scan_touched(uint8_t* __restrict mark, const V* __restrict acc, int64_t r0,
                                                         int64_t r1, I* __restrict oi, V* __restrict ov, int64_t cap) {
-  constexpr bool kCompress = (sizeof(I) == 4 || sizeof(I) == 8) && (sizeof(V) == 4 || sizeof(V) == 8) &&
-                             std::is_trivially_copyable_v<V>;
+  constexpr bool kCompress = (sizeof(I) == 4 || sizeof(I) == 8) && (sizeof(V) == 4 || sizeof(V) == 8);
   int64_t k = 0, i = r0;
   const __m256i zero = _mm256_setzero_si256();
   for (; i + 32 <= r1; i += 32) {
