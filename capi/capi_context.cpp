@@ -53,6 +53,9 @@ SJ_API sj_status sj_context_create(const sj_config* config, sj_context** out) {
       std::memcpy(&c, config, config->struct_size);
     }
     if (c.threads < 0) sj::fail(SJ_ERR_INVALID_ARGUMENT, "config.threads is negative (", c.threads, ")");
+    if (c.threads > sj::kMaxThreads)
+      sj::fail(SJ_ERR_INVALID_ARGUMENT, "config.threads is ", c.threads, ", over the most a context runs (",
+               sj::kMaxThreads, ")");
     if (c.log_level < SJ_LOG_TRACE || c.log_level > SJ_LOG_OFF)
       sj::fail(SJ_ERR_INVALID_ARGUMENT, "config.log_level ", static_cast<int>(c.log_level), " is unknown");
     if ((c.allocator.alloc == nullptr) != (c.allocator.free == nullptr))

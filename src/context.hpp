@@ -17,6 +17,10 @@ namespace cache {
 class PersistentStore;
 }
 
+// The most threads a context runs (sj_config.threads, SPARSEJIT_THREADS): more is refused
+// rather than tried, since starting tens of thousands of threads fails part way.
+inline constexpr int kMaxThreads = 4096;
+
 struct Context {
   explicit Context(const sj_config& config);
 
@@ -27,6 +31,7 @@ struct Context {
   Allocator allocator;
   std::shared_ptr<spdlog::logger> logger;
   int threads = 1;
+  std::string threads_source;  // where `threads` came from (explain): the config, SPARSEJIT_THREADS or the CPUs
   std::string cache_dir;
 
   // The persistent store (plan and calibration decisions; LLVM objects later), or null when

@@ -889,10 +889,10 @@ std::string EinsumPlan::explain_text() const {
     else
       out += cat("    parallel: no, serial; ", tp.parallel.reason, "\n");
   }
-  char threads[256];
-  std::snprintf(threads, sizeof threads, "  threads: %d (requested %d); last execution: %lld chunk(s)\n",
+  char threads[512];
+  std::snprintf(threads, sizeof threads, "  threads: %d (requested %d); context %d (%s); last execution: %lld chunk(s)\n",
                 last_threads_.load() > 0 ? last_threads_.load() : Workers::for_call(ctx_, options_.threads).threads,
-                options_.threads, static_cast<long long>(last_chunks_.load()));
+                options_.threads, ctx_.threads, ctx_.threads_source.c_str(), static_cast<long long>(last_chunks_.load()));
   out += threads;
   char tail[256];
   std::snprintf(tail, sizeof tail, "  times: plan %.3f ms (compile included), first execute %.3f ms, last execute %.3f ms, %lld executions\n",
@@ -934,6 +934,8 @@ std::string EinsumPlan::explain() const {
   }
   w.end_array();
   w.field("threads_requested", options_.threads)
+      .field("context_threads", ctx_.threads)
+      .field("context_threads_source", ctx_.threads_source)
       .field("threads", last_threads_.load() > 0 ? last_threads_.load() : Workers::for_call(ctx_, options_.threads).threads)
       .field("chunks", last_chunks_.load());
   w.key("timings_ms").begin_object().field("plan", plan_ms_).field("first_execute", first_execute_ms_.load())

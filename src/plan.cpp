@@ -279,6 +279,8 @@ std::string Plan::explain() const {
   w.end_object();
   w.key("parallel").begin_object()
       .field("threads_requested", options_.threads)
+      .field("context_threads", ctx_.threads)
+      .field("context_threads_source", ctx_.threads_source)
       .field("threads", last_threads_.load() > 0 ? last_threads_.load() : Workers::for_call(ctx_, options_.threads).threads)
       .field("chunks", last_chunks_.load())
       .field("partition", partition_text())
@@ -334,14 +336,15 @@ std::string Plan::explain_text() const {
     out += line;
   }
   if (!calibration_.empty()) out += cat("  calibration: ", calibration_, "\n");
-  char tail[1024];
+  char tail[2048];
   std::snprintf(tail, sizeof tail,
                 "  chosen: %s; kernel from %s (%.3f ms to build)\n"
-                "  threads: %d (requested %d); last execution: %lld chunk(s), %s\n"
+                "  threads: %d (requested %d); context %d (%s); last execution: %lld chunk(s), %s\n"
                 "  times: inspect %.3f ms, plan %.3f ms, first execute %.3f ms, last execute %.3f ms, %lld executions\n",
                 std::string(to_string(chosen_)).c_str(), kernel_source_.c_str(), build_ms_,
                 last_threads_.load() > 0 ? last_threads_.load() : Workers::for_call(ctx_, options_.threads).threads,
-                options_.threads, static_cast<long long>(last_chunks_.load()), partition_text().c_str(), inspect_ms_,
+                options_.threads, ctx_.threads, ctx_.threads_source.c_str(), static_cast<long long>(last_chunks_.load()),
+                partition_text().c_str(), inspect_ms_,
                 plan_ms_,
                 first_execute_ms_.load(), last_execute_ms_.load(), static_cast<long long>(executions_.load()));
   out += tail;

@@ -1,13 +1,22 @@
 #include "src/thread_pool.hpp"
 
 #include <algorithm>
+#include <system_error>
 
 namespace sj {
 
 ThreadPool::ThreadPool(int threads) {
   const int n = std::max(1, threads) - 1;
   workers_.reserve(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+  // A thread the system refuses to start (a process or user thread limit) is not an error: the
+  // pool runs with the workers it has, and results do not depend on their number.
+  for (int i = 0; i < n; ++i) {
+    try {
+      workers_.emplace_back([this] { worker_loop(); });
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {

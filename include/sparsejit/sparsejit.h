@@ -174,7 +174,9 @@ typedef void (*sj_log_callback)(sj_log_level level, const char *message, void *u
 
 typedef struct sj_config {
   uint32_t struct_size;      /* set by sj_config_init; lets the struct grow compatibly */
-  int threads;               /* worker threads; 0 = the number of online CPUs */
+  int threads;               /* worker threads, at most 4096; 0 = SPARSEJIT_THREADS if set, else
+                                the CPUs this process may use: its affinity mask, capped by a
+                                cgroup CPU quota (a container's), not the machine's CPU count */
   const char *cache_dir;     /* persistent cache folder; NULL = SPARSEJIT_CACHE_DIR or default */
   int disable_disk_cache;    /* nonzero: keep kernels in memory only */
   sj_log_level log_level;    /* default SJ_LOG_ERROR (SPARSEJIT_LOG overrides when set) */

@@ -18,7 +18,7 @@ unsafe impl Sync for Context {}
 /// Context settings; `Config::default()` asks the library for its defaults.
 #[derive(Clone, Debug, Default)]
 pub struct Config {
-    /// Worker threads; 0 = the number of online CPUs.
+    /// Worker threads; 0 = SPARSEJIT_THREADS, else the CPUs this process may use (affinity mask, cgroup quota).
     pub threads: i32,
     /// Persistent cache folder; None = SPARSEJIT_CACHE_DIR or the default.
     pub cache_dir: Option<String>,
