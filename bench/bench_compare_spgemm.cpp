@@ -14,7 +14,8 @@
 // Options: --filter SUBSTR (matrices whose name contains it), --no-large (skip the big
 // synthetic matrices), --schedules (time every forced schedule of ours instead of the peers,
 // with the cost model's inputs: the calibration data of kernels/spgemm_schedules.cpp),
-// --masked (likewise for masked SpGEMM C<A> = A*A).
+// --masked (likewise for masked SpGEMM C<A> = A*A). --complement: C<!A> = A*A (the mask
+// complemented) against GraphBLAS's GrB_mxm with GrB_DESC_SC, and our unmasked A*A beside it.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -204,7 +205,7 @@ struct System {
 // kept (kernels/spgemm_structure.hpp); `recompute` turns that off (options.recompute_structure),
 // so that every execution computes the structure as the peers do.
 System make_ours(Ours& ours, const Csr& A, const Csr& B, sj_op op, sj_schedule schedule, const Csr* M = nullptr,
-                 bool recompute = false) {
+                 bool recompute = false, bool complement = false) {
   struct State {
     sj_tensor *a = nullptr, *b = nullptr, *m = nullptr;
     sj_plan* plan = nullptr;
@@ -218,6 +219,7 @@ System make_ours(Ours& ours, const Csr& A, const Csr& B, sj_op op, sj_schedule s
   sj_op_options_init(&st->o);
   st->o.schedule = schedule;
   st->o.recompute_structure = recompute ? 1 : 0;
+  st->o.mask_complement = complement ? 1 : 0;
   if (st->m) st->operands.push_back(st->m);
   st->operands.push_back(st->a);
   st->operands.push_back(st->b);
@@ -372,14 +374,20 @@ GrB_Matrix to_grb(const Csr& x) {
   GrB_Matrix_wait(m, GrB_MATERIALIZE);
   return m;
 }
-System make_graphblas(const Csr& A, const Csr& B) {
+// With M: C<M> = A*B (structural mask, GrB_DESC_S), or C<!M> with `complement` (GrB_DESC_SC).
+System make_graphblas(const Csr& A, const Csr& B, const Csr* M = nullptr, bool complement = false) {
   struct State {
-    GrB_Matrix a = nullptr, b = nullptr;
+    GrB_Matrix a = nullptr, b = nullptr, m = nullptr;
+    GrB_Descriptor desc = nullptr;
     GrB_Index rows = 0, cols = 0;
   };
   auto st = std::make_shared<State>();
   st->a = to_grb(A);
   st->b = to_grb(B);
+  if (M) {
+    st->m = to_grb(*M);
+    st->desc = complement ? GrB_DESC_SC : GrB_DESC_S;
+  }
   st->rows = A.rows;
   st->cols = B.cols;
   return System(
@@ -388,7 +396,7 @@ System make_graphblas(const Csr& A, const Csr& B) {
         GrB_Matrix C = nullptr;
         GrB_Matrix_new(&C, GrB_FP64, st->rows, st->cols);
         GxB_Matrix_Option_set(C, GxB_FORMAT, GxB_BY_ROW);
-        GrB_mxm(C, nullptr, nullptr, GrB_PLUS_TIMES_SEMIRING_FP64, st->a, st->b, nullptr);
+        GrB_mxm(C, st->m, nullptr, GrB_PLUS_TIMES_SEMIRING_FP64, st->a, st->b, st->desc);
         GrB_Matrix_wait(C, GrB_MATERIALIZE);
         const double ms = now_ms() - t0;
         if (sum) {
@@ -405,6 +413,7 @@ System make_graphblas(const Csr& A, const Csr& B) {
       [st] {
         GrB_Matrix_free(&st->a);
         GrB_Matrix_free(&st->b);
+        if (st->m) GrB_Matrix_free(&st->m);
       });
 }
 #endif
@@ -446,15 +455,16 @@ bool same_sum(double a, double b) {
 
 int main(int argc, char** argv) {
   std::string filter;
-  bool large = true, schedules = false, masked = false;
+  bool large = true, schedules = false, masked = false, complement = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--filter" && i + 1 < argc) filter = argv[++i];
     else if (a == "--no-large") large = false;
     else if (a == "--schedules") schedules = true;
     else if (a == "--masked") masked = true;
+    else if (a == "--complement") complement = true;
     else {
-      std::fprintf(stderr, "usage: %s [--filter SUBSTR] [--no-large] [--schedules] [--masked]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--filter SUBSTR] [--no-large] [--schedules] [--masked] [--complement]\n", argv[0]);
       return 2;
     }
   }
@@ -484,7 +494,9 @@ int main(int argc, char** argv) {
   }
 
   Ours ours;
-  if (schedules || masked) {
+  if (complement) {
+    std::printf("matrix\trows\tnnz\tflops\tout_nnz\tours_ms\tgraphblas_ms\tours_unmasked_ms\tchecksums\n");
+  } else if (schedules || masked) {
     std::printf("matrix\trows\tcols\tnnz\tflops\tout_nnz\treference_ms\tgustavson-dense_ms\t%s_ms\n",
                 masked ? "inner" : "gustavson-hash");
   } else {
@@ -496,6 +508,25 @@ int main(int argc, char** argv) {
     Csr B = A.rows == A.cols ? A : transpose(A);
     if (masked && A.rows != A.cols) continue;
     const int64_t flops = flops_of(A, B);
+    if (complement) {  // C<!A> = A*A (square A): ours against GraphBLAS with GrB_DESC_SC
+      if (A.rows != A.cols) continue;
+      std::vector<System> sys;
+      sys.push_back(make_ours(ours, A, B, SJ_OP_SPGEMM_MASKED, SJ_SCHEDULE_AUTO, &A, true, true));
+      sys.push_back(make_ours(ours, A, B, SJ_OP_SPGEMM, SJ_SCHEDULE_AUTO, nullptr, true));
+#ifdef SJ_BENCH_HAVE_GRAPHBLAS
+      sys.push_back(make_graphblas(A, B, &A, true));
+#endif
+      std::vector<Once> onces;
+      for (auto& x : sys) onces.push_back(x.once);
+      auto t = time_systems(onces);
+      const bool grb = t.size() > 2;
+      const bool ok = !grb || (t[2].nnz == t[0].nnz && same_sum(t[0].checksum, t[2].checksum));
+      std::printf("%s\t%lld\t%lld\t%lld\t%lld\t%.6f\t%.6f\t%.6f\t%s\n", A.name.c_str(), (long long)A.rows,
+                  (long long)A.nnz(), (long long)flops, (long long)t[0].nnz, t[0].steady_ms,
+                  grb ? t[2].steady_ms : NAN, t[1].steady_ms, ok ? "equal" : "DIFFER");
+      std::fflush(stdout);
+      continue;
+    }
     if (schedules || masked) {
       const sj_op op = masked ? SJ_OP_SPGEMM_MASKED : SJ_OP_SPGEMM;
       const Csr* M = masked ? &A : nullptr;

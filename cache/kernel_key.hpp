@@ -61,6 +61,7 @@ inline constexpr uint8_t kKeySkipDisjoint = 8;  // coiter: early exit on disjoin
 inline constexpr uint8_t kKeyTransposeA = 16;   // op option transpose_a
 inline constexpr uint8_t kKeyTransposeB = 32;   // op option transpose_b
 inline constexpr uint8_t kKeyDenseOutput = 64;  // op option dense_output
+inline constexpr uint8_t kKeyMaskComplement = 128;  // op option mask_complement (plan decisions)
 
 // Bits of KernelKey::isa_features: the CPU features the generated code may use.
 inline constexpr uint32_t kFeatureAvx2 = 1;          // AVX2 + BMI1/2 + POPCNT

@@ -23,6 +23,7 @@ sj_op_options einsum_options(const sj_op_options* o) {
   if (r.threads < 0) fail(SJ_ERR_INVALID_ARGUMENT, "options.threads is negative (", r.threads, ")");
   if (r.output_index_type != -1 && r.output_index_type != SJ_INDEX_INT32 && r.output_index_type != SJ_INDEX_INT64)
     fail(SJ_ERR_INVALID_ARGUMENT, "options.output_index_type is ", r.output_index_type);
+  if (r.mask_complement) fail(SJ_ERR_INVALID_ARGUMENT, "einsum: mask_complement applies to spgemm-masked only");
   return r;
 }
 

@@ -69,10 +69,14 @@ Tensor run_typed(const OpRequest& req, const PreparedOperands& p, const Allocato
       M.inner = ops[0].dims[1];
       M.pos = ops[0].levels[1].pos.as<int64_t>();
       M.crd = ops[0].levels[1].crd.as<I>();
-      // A value and two row stamps per column; the result has at most nnz(M) entries.
+      // A value and two row stamps per column; the result has at most nnz(M) entries (with
+      // the mask complemented, at most the unmasked product's: counted like it).
       alloc.charge(estimate_bytes(M.inner, sizeof(V) + 2 * sizeof(int64_t)),
                    cat("masked spgemm reference accumulator (B has ", M.inner, " columns)"));
-      return to_tensor(alloc, true, ref::masked_spgemm<S>(M, cs_view<I, V>(ops[1]), cs_view<I, V>(ops[2])), vt);
+      const bool complement = req.options.mask_complement != 0;
+      if (complement) charge_spgemm_output(cs_view<I, V>(ops[1]), cs_view<I, V>(ops[2]), alloc);
+      return to_tensor(alloc, true,
+                       ref::masked_spgemm<S>(M, cs_view<I, V>(ops[1]), cs_view<I, V>(ops[2]), complement), vt);
     }
     case SJ_OP_SPMSPV: {
       auto A = cs_view<I, V>(ops[0]);

@@ -109,15 +109,15 @@ Tensor spgemm_values_only(const Tensor& A, const Tensor& B, const SpgemmStructur
   });
 }
 
-Tensor masked_spgemm_saxpy(const Tensor& M, const Tensor& A, const Tensor& B, sj_semiring semiring,
+Tensor masked_spgemm_saxpy(const Tensor& M, const Tensor& A, const Tensor& B, bool complement, sj_semiring semiring,
                            const Allocator& alloc, Workers& w) {
   spgemm_generic::check_dims(A, B);
   if (cpu_has_bmi())
     return spgemm_bmi::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
-      return spgemm_bmi::masked_saxpy_typed<decltype(s), decltype(i), decltype(v)>(M, A, B, alloc, w);
+      return spgemm_bmi::masked_saxpy_typed<decltype(s), decltype(i), decltype(v)>(M, A, B, complement, alloc, w);
     });
   return spgemm_generic::with_kernel_types(A, semiring, [&](auto s, auto i, auto v) {
-    return spgemm_generic::masked_saxpy_typed<decltype(s), decltype(i), decltype(v)>(M, A, B, alloc, w);
+    return spgemm_generic::masked_saxpy_typed<decltype(s), decltype(i), decltype(v)>(M, A, B, complement, alloc, w);
   });
 }
 

@@ -83,8 +83,9 @@ struct SpgemmStructure;
 Tensor spgemm_values_only(const Tensor& A, const Tensor& B, const SpgemmStructure& s, sj_semiring semiring,
                           const Allocator& alloc, Workers& w);
 
-// C<M> = A*B by saxpy-then-mask (M, A, B CSR; only M's structure is read).
-Tensor masked_spgemm_saxpy(const Tensor& M, const Tensor& A, const Tensor& B, sj_semiring semiring,
+// C<M> = A*B by saxpy-then-mask (M, A, B CSR; only M's structure is read); with `complement`,
+// C<!M> = A*B: the entries of A*B where M stores nothing.
+Tensor masked_spgemm_saxpy(const Tensor& M, const Tensor& A, const Tensor& B, bool complement, sj_semiring semiring,
                            const Allocator& alloc, Workers& w);
 
 // C<M> = A*B by one sparse dot product per stored M(i,j): A's row i against B's column j.

@@ -684,6 +684,10 @@ bool use_upper_bound(int64_t ub, int entry_bytes, int64_t rows, const Allocator&
   return bytes <= kUpperBoundBytes;
 }
 
+// An accumulator that drops some products (a complemented mask) says so: its rows of one
+// entry are not B's row copied.
+template <class Acc> constexpr bool kFiltersProducts = requires { Acc::kDropsProducts; };
+
 template <class S, class I, class V, class Acc, class Scratch>
 Tensor sparse_product(const CsView<I, V>& A, const CsView<I, V>& B, const Acc& acc, Scratch& ws,
                       const Allocator& alloc, ValueType vt) {
@@ -703,7 +707,7 @@ Tensor sparse_product(const CsView<I, V>& A, const CsView<I, V>& B, const Acc& a
     for (int64_t i = 0; i < rows; ++i) {
       ahead.before_row(i);
       const int64_t a0 = A.pos[i], a1 = A.pos[i + 1];
-      if (a1 - a0 == 1) nz += row_one<S>(B, A.val[a0], A.crd[a0], crd + nz, val + nz);  // no call
+      if (a1 - a0 == 1 && !kFiltersProducts<Acc>) nz += row_one<S>(B, A.val[a0], A.crd[a0], crd + nz, val + nz);  // no call
       else if (a1 != a0) nz += acc.row(A, B, i, crd + nz, val + nz, ws);
       pos[i + 1] = nz;
     }
@@ -1097,12 +1101,192 @@ int64_t masked_saxpy_search_rows(const CsView<I, uint8_t>& M, const CsView<I, V>
   return nz;
 }
 
+// C<!M> = A*B, the complemented mask: Gustavson's row with the mask row's columns blocked.
+// The row's other columns are found and ordered as in the unmasked product, so results are
+// bounded and assembled like its (sparse_product_parallel); products are added in the same
+// order, so C<!M> is A*B's entries off the mask, bit for bit.
+//
+// Dense accumulator: the mask row's columns get the stamp `blocked`, the row's own columns the
+// next one; a product on a blocked column is dropped. The row is put in order as DenseAcc's:
+// by reading the marks over its span, by a sorting network, or by order_row.
+template <class S, class I, class V> struct ComplementDenseAcc {
+  static constexpr bool kDropsProducts = true;
+  CsView<I, uint8_t> M;
+  uint32_t* mk;
+  V* vals;
+  uint64_t* bits;
+
+  // Blocks row i's mask columns; returns the stamp of the row's own columns (blocked + 1).
+  uint32_t block(int64_t i, DenseScratch<V>& ws) const {
+    const uint32_t blocked = ws.next(2);
+    for (int64_t pm = M.pos[i]; pm < M.pos[i + 1]; ++pm) mk[M.crd[pm]] = blocked;
+    return blocked + 1;
+  }
+  int64_t row(const CsView<I, V>& A, const CsView<I, V>& B, int64_t i, I* __restrict oc, V* __restrict ov,
+              DenseScratch<V>& ws) const {
+    const uint32_t st = block(i, ws), blocked = st - 1;
+    uint32_t* __restrict mk = this->mk;
+    V* __restrict vals = this->vals;
+    const I* __restrict bc = B.crd;
+    const V* __restrict bv = B.val;
+    int64_t n = 0;
+    I lo = std::numeric_limits<I>::max(), hi = 0;  // a span holding the row's columns (blocked ones too)
+    for (int64_t pa = A.pos[i]; pa < A.pos[i + 1]; ++pa) {
+      const V a = A.val[pa];
+      const int64_t k = A.crd[pa];
+      const int64_t b0 = B.pos[k], b1 = B.pos[k + 1];
+      if (b0 == b1) continue;
+      lo = std::min(lo, bc[b0]);
+      hi = std::max(hi, bc[b1 - 1]);
+      for (int64_t pb = b0; pb < b1; ++pb) {
+        const I j = bc[pb];
+        const uint32_t m = mk[j];
+        if (m == blocked) continue;
+        const V p = S::mul(a, bv[pb]);
+        if (m != st) {
+          mk[j] = st;
+          vals[j] = p;
+          oc[n++] = j;
+        } else {
+          vals[j] = S::add(vals[j], p);
+        }
+      }
+    }
+    if (n > kInsertionMax && scan_is_cheaper<I>(n, lo, hi)) {
+      scan_marks(mk, st, lo, hi, oc);
+      for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
+    } else if (n > kInsertionMax && n <= 32 && network_sort_cost<I>(n) != 0) {
+      network_sort(oc, n);
+      for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
+    } else if (n) {
+      order_row(oc, n, lo, hi, bits, [&](int64_t t, I j) { ov[t] = vals[j]; });
+    }
+    return n;
+  }
+  int64_t count(const CsView<I, V>& A, const CsView<I, V>& B, int64_t i, DenseScratch<V>& ws) const {
+    const uint32_t st = block(i, ws), blocked = st - 1;
+    int64_t n = 0;
+    for (int64_t pa = A.pos[i]; pa < A.pos[i + 1]; ++pa) {
+      const int64_t k = A.crd[pa];
+      for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) {
+        uint32_t& m = mk[B.crd[pb]];
+        n += m != st && m != blocked;
+        m = m == blocked ? blocked : st;
+      }
+    }
+    return n;
+  }
+};
+
+// Wide products (no dense workspace of B's columns): each product's column is looked up in the
+// (sorted) mask row, and the others go through the hash accumulator's table.
+template <class S, class I, class V> struct ComplementHashAcc {
+  static constexpr bool kDropsProducts = true;
+  CsView<I, uint8_t> M;
+  HashAcc<S, I, V> hash;
+
+  static bool blocked(const I* mrow, int64_t len, I j) {
+    const I* at = std::lower_bound(mrow, mrow + len, j);
+    return at != mrow + len && *at == j;
+  }
+  template <class Keep> int64_t each_column(const CsView<I, V>& A, const CsView<I, V>& B, int64_t i,
+                                            HashScratch<I, V>& ws, I* __restrict oc, I& lo, I& hi,
+                                            uint64_t& cap_out, Keep&& keep) const {
+    const auto tb = hash.table(A, B, A.pos[i], A.pos[i + 1]);
+    cap_out = tb.cap;
+    if (tb.cap == 0) return 0;
+    const uint64_t mask = tb.cap - 1;
+    I* __restrict keys = ws.ensure(tb.cap);
+    const I* mrow = M.crd + M.pos[i];
+    const int64_t mlen = M.pos[i + 1] - M.pos[i];
+    int64_t n = 0;
+    for (int64_t pa = A.pos[i]; pa < A.pos[i + 1]; ++pa) {
+      const int64_t k = A.crd[pa];
+      for (int64_t pb = B.pos[k], pe = B.pos[k + 1]; pb < pe; ++pb) {
+        const I j = B.crd[pb];
+        if (mlen && blocked(mrow, mlen, j)) continue;
+        uint64_t h = hash_slot(j, tb.shift);
+        while (keys[h] != j && keys[h] != I(-1)) h = (h + 1) & mask;
+        const bool fresh = keys[h] == I(-1);
+        if (fresh) {
+          keys[h] = j;
+          oc[n++] = j;
+          lo = std::min(lo, j);
+          hi = std::max(hi, j);
+        }
+        keep(fresh, h, pa, pb);
+      }
+    }
+    return n;
+  }
+  int64_t row(const CsView<I, V>& A, const CsView<I, V>& B, int64_t i, I* __restrict oc, V* __restrict ov,
+              HashScratch<I, V>& ws) const {
+    I lo = std::numeric_limits<I>::max(), hi = 0;
+    uint64_t cap = 0;
+    const int64_t n = each_column(A, B, i, ws, oc, lo, hi, cap, [&](bool fresh, uint64_t h, int64_t pa, int64_t pb) {
+      const V p = S::mul(A.val[pa], B.val[pb]);
+      ws.vals[h] = fresh ? p : S::add(ws.vals[h], p);
+    });
+    if (cap == 0) return 0;
+    const uint64_t mask = cap - 1;
+    const int shift = 64 - std::countr_zero(cap);
+    I* keys = ws.keys.data();
+    order_row(oc, n, lo, hi, nullptr, [&](int64_t t, I j) {
+      uint64_t h = hash_slot(j, shift);
+      while (keys[h] != j) h = (h + 1) & mask;
+      ov[t] = ws.vals[h];
+    });
+    std::fill_n(keys, cap, I(-1));
+    return n;
+  }
+  int64_t count(const CsView<I, V>& A, const CsView<I, V>& B, int64_t i, HashScratch<I, V>& ws) const {
+    thread_local std::vector<I> cols_tls;
+    std::vector<I>& list = tls_pinned(cols_tls);
+    int64_t f = 0;
+    for (int64_t pa = A.pos[i]; pa < A.pos[i + 1]; ++pa) f += B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]];
+    if (list.size() < static_cast<size_t>(f)) list.resize(static_cast<size_t>(f));
+    I lo = std::numeric_limits<I>::max(), hi = 0;
+    uint64_t cap = 0;
+    const int64_t n = each_column(A, B, i, ws, list.data(), lo, hi, cap, [](bool, uint64_t, int64_t, int64_t) {});
+    if (cap) std::fill_n(ws.keys.data(), cap, I(-1));
+    return n;
+  }
+};
+
+template <class S, class I, class V>
+Tensor masked_complement_typed(const CsView<I, uint8_t>& M, const CsView<I, V>& A, const CsView<I, V>& B,
+                               const Allocator& alloc, ValueType vt, Workers& w) {
+  absl::Cleanup trim = [] {
+    dense_scratch<V>().trim();
+    hash_scratch<I, V>().trim();
+  };
+  if (product_is_wide(A, B, alloc)) {
+    const ComplementHashAcc<S, I, V> acc{M, HashAcc<S, I, V>{B.inner, nullptr}};
+    if (w.threads <= 1) return sparse_product<S>(A, B, acc, hash_scratch<I, V>(), alloc, vt);
+    return sparse_product_parallel<S>(A, B, [&] { return std::make_pair(acc, &hash_scratch<I, V>()); }, alloc, vt, w);
+  }
+  absl::Cleanup trim_bits = [] { bitmap_scratch().trim(); };
+  auto make = [&] {
+    auto& ws = dense_scratch<V>();
+    ws.ensure(B.inner);
+    return std::make_pair(ComplementDenseAcc<S, I, V>{M, ws.marks.data(), ws.vals.data(),
+                                                      bitmap_scratch().ensure(B.inner)}, &ws);
+  };
+  if (w.threads <= 1) {
+    auto [acc, ws] = make();
+    return sparse_product<S>(A, B, acc, *ws, alloc, vt);
+  }
+  return sparse_product_parallel<S>(A, B, make, alloc, vt, w);
+}
+
 // Both masked products write at most M's row length per row: pieces bounded by M.pos.
 template <class S, class I, class V>
-Tensor masked_saxpy_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, const Allocator& alloc, Workers& w) {
+Tensor masked_saxpy_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, bool complement, const Allocator& alloc,
+                          Workers& w) {
   const auto M = mask_view<I>(Mt);
   const auto A = cs_view<I, V>(At);
   const auto B = cs_view<I, V>(Bt);
+  if (complement) return masked_complement_typed<S>(M, A, B, alloc, At.value_type, w);
   const int64_t rows = A.outer, cols = B.inner;
   const Partition part = partition_rows(rows, w, "multiplies per row plus mask row", [&](int64_t i) {
     if (M.pos[i] == M.pos[i + 1]) return int64_t(0);

@@ -197,6 +197,8 @@ class MaskedSaxpy final : public ScheduleImpl {
     const MatrixStats& a = in.stats[1];
     double t = kC0Masked + kNnzMasked * static_cast<double>(a.nnz) + kMaskEntry * static_cast<double>(m.nnz) +
                kMasked * in.flops;
+    if (in.req.options.mask_complement)  // the only schedule besides the reference: no model to compare
+      return Costing::yes(t, "Gustavson with the mask row's columns blocked (complemented mask), rows sorted");
     // Wide products search the mask row per product instead (not calibrated: ~log2 of the
     // mean mask row length compare steps per product, at the merge's cost per step).
     if (dense_workspace_too_wide(m.cols, value_size(in.prepared.value_type),
@@ -209,7 +211,8 @@ class MaskedSaxpy final : public ScheduleImpl {
   }
   Tensor run(const ExecInputs& in) const override {
     const auto& ops = in.prepared.operands;
-    return masked_spgemm_saxpy(ops[0], ops[1], ops[2], in.req.options.semiring, in.ctx.allocator, workers_of(in));
+    return masked_spgemm_saxpy(ops[0], ops[1], ops[2], in.req.options.mask_complement != 0, in.req.options.semiring,
+                               in.ctx.allocator, workers_of(in));
   }
 };
 
@@ -219,6 +222,8 @@ class MaskedDot final : public ScheduleImpl {
   sj_schedule schedule() const override { return SJ_SCHEDULE_INNER; }
   Costing cost(const PlanInputs& in) const override {
     if (in.stats.size() < 3) return Costing::no("needs three CSR operands");
+    if (in.req.options.mask_complement)
+      return Costing::no("a complemented mask names no output positions to take dot products at");
     const MatrixStats& m = in.stats[0];
     const MatrixStats& a = in.stats[1];
     const MatrixStats& b = in.stats[2];

@@ -48,7 +48,8 @@ cache::KernelKey bucket_key(const OpRequest& req, const PreparedOperands& p, con
   k.value = p.value_type;
   k.flags = static_cast<uint8_t>((req.options.transpose_a ? cache::kKeyTransposeA : 0) |
                                  (req.options.transpose_b ? cache::kKeyTransposeB : 0) |
-                                 (req.options.dense_output ? cache::kKeyDenseOutput : 0));
+                                 (req.options.dense_output ? cache::kKeyDenseOutput : 0) |
+                                 (req.options.mask_complement ? cache::kKeyMaskComplement : 0));
   k.detail = cache::hash64(f.data(), f.size() * sizeof(int64_t));
   return k;
 }

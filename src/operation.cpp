@@ -24,6 +24,7 @@ sj_op_options default_options() {
   o.method = SJ_METHOD_AUTO;
   o.calibrate = 0;
   o.recompute_structure = 0;
+  o.mask_complement = 0;
   return o;
 }
 
@@ -94,6 +95,8 @@ void check_request(const OpRequest& r) {
       fail(SJ_ERR_FORMAT, to_string(op), ": operand ", operand_name(op, i), " must be a ",
            vector ? "vector" : "matrix", ", got ", t.describe());
   }
+  if (op != SJ_OP_SPGEMM_MASKED && r.options.mask_complement)
+    fail(SJ_ERR_INVALID_ARGUMENT, to_string(op), ": mask_complement applies to spgemm-masked only");
   // Value types: every operand that contributes values must agree (the mask's are ignored).
   const size_t first = op == SJ_OP_SPGEMM_MASKED ? 1 : 0;
   const ValueType vt = r.operands[first].value_type;

@@ -252,6 +252,7 @@ std::string Plan::explain() const {
       .field("transpose_a", options_.transpose_a != 0)
       .field("transpose_b", options_.transpose_b != 0)
       .field("recompute_structure", options_.recompute_structure != 0)
+      .field("mask_complement", options_.mask_complement != 0)
       .end_object();
   w.key("operands").begin_array();
   for (size_t i = 0; i < stats_.size(); ++i) {

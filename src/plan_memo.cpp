@@ -30,7 +30,8 @@ bool same_options(const sj_op_options& a, const sj_op_options& b) {
          std::memcmp(a.phases, b.phases, sizeof a.phases) == 0 && a.threads == b.threads &&
          a.dense_output == b.dense_output && a.transpose_a == b.transpose_a && a.transpose_b == b.transpose_b &&
          a.output_index_type == b.output_index_type && a.method == b.method && a.calibrate == b.calibrate &&
-         (a.recompute_structure != 0) == (b.recompute_structure != 0);
+         (a.recompute_structure != 0) == (b.recompute_structure != 0) &&
+         (a.mask_complement != 0) == (b.mask_complement != 0);
 }
 
 bool matches(const MemoEntry& e, const Context& ctx, const OpRequest& req) {

@@ -452,6 +452,66 @@ TEST(ParallelDeterminism, MaskedSpgemmEverySchedule) {
     std::vector<Tensor> ops{T(m), T(a), T(b)};
     for (sj_schedule s : {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_INNER})
       check_case({"masked " + std::to_string(s), SJ_OP_SPGEMM_MASKED, ops, options(s)}, s != SJ_SCHEDULE_INNER);
+    sj_op_options comp = options(SJ_SCHEDULE_GUSTAVSON_DENSE);
+    comp.mask_complement = 1;
+    check_case({"masked, mask complemented", SJ_OP_SPGEMM_MASKED, ops, comp});
+  }
+}
+
+// C<!M> = A*B too wide for a dense workspace (2^22 columns): the hash accumulator with each
+// product's column searched in the mask row, at every thread count.
+TEST(ParallelDeterminism, MaskComplementWideProduct) {
+  SplitSmallInputs split;
+  Rng rng(23);
+  constexpr int64_t kCols = int64_t(1) << 22;
+  auto spread = [&](int64_t rows, int64_t every, int64_t shift) {  // columns s * 2^16 + shift
+    sj::CsResult<int32_t, double> r;
+    r.outer = rows, r.inner = kCols;
+    r.pos.push_back(0);
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t c = 0; c < 64; ++c)
+        if (rng.uniform_int(0, every - 1) == 0) {
+          r.crd.push_back(static_cast<int32_t>(c * (kCols / 64) + shift + (c % 3 == 0)));
+          r.val.push_back(static_cast<double>(rng.uniform_int(1, 9)));
+        }
+      r.pos.push_back(static_cast<int64_t>(r.crd.size()));
+    }
+    return r;
+  };
+  const auto a = sj::test::random_uniform<int32_t, double>(rng, 120, 40, 0.15);
+  const auto b = spread(40, 5, 7), m = spread(120, 3, 7);
+  sj_op_options comp = options(SJ_SCHEDULE_GUSTAVSON_DENSE);
+  comp.mask_complement = 1;
+  check_case({"masked, mask complemented, wide", SJ_OP_SPGEMM_MASKED, {T(m), T(a), T(b)}, comp});
+}
+
+// C<!M> = A*B under a memory cap that its exact result fits and its upper bound does not (rows
+// counted first, then filled), at every thread count: bit-identical to the reference.
+TEST(ParallelDeterminism, MaskComplementCountsFirstUnderMemoryCap) {
+  SplitSmallInputs split;
+  Rng rng(19);
+  sj::test::MatrixOptions empty;
+  empty.empty_row_fraction = 0.3;
+  const auto a = sj::test::random_power_law<int32_t, double>(rng, 400, 300, 3.0, 1.3, empty);
+  const auto b = sj::test::random_banded<int32_t, double>(rng, 300, 300, 6, 6, 0.8);
+  const auto m = sj::test::random_banded<int32_t, double>(rng, 400, 300, 3, 3, 0.7);
+  const std::vector<Tensor> ops{T(m), T(a), T(b)};
+  sj_op_options o = options(SJ_SCHEDULE_REFERENCE);
+  o.mask_complement = 1;
+  const Tensor want = sj::Plan(context(1), sj::OpRequest{SJ_OP_SPGEMM_MASKED, ops, o}).execute(ops);
+  const int64_t nnz = want.levels[1].pos.as<int64_t>()[want.dims[0]];
+  ASSERT_GT(nnz, 0);
+  const size_t cap = static_cast<size_t>(nnz * 12 + (want.dims[0] + 1) * 8) * 3 / 2 + 4096;
+  o.schedule = SJ_SCHEDULE_GUSTAVSON_DENSE;
+  for (int threads : kThreadCounts) {
+    sj_config c;
+    sj_config_init(&c);
+    c.threads = threads;
+    c.disable_disk_cache = 1;
+    c.memory_cap_bytes = cap;
+    sj::Context ctx(c);
+    sj::Plan plan(ctx, sj::OpRequest{SJ_OP_SPGEMM_MASKED, ops, o});
+    EXPECT_TRUE(same_bits(want, plan.execute(ops))) << threads << " threads under a cap";
   }
 }
 
@@ -529,6 +589,9 @@ TEST(ParallelDeterminism, RealMatrices) {
     for (sj_schedule s : {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH})
       check_case({"spgemm", SJ_OP_SPGEMM, ops, options(s)});
     check_case({"masked", SJ_OP_SPGEMM_MASKED, {a, a, a}, options(SJ_SCHEDULE_GUSTAVSON_DENSE)});
+    sj_op_options comp = options(SJ_SCHEDULE_GUSTAVSON_DENSE);
+    comp.mask_complement = 1;
+    check_case({"masked, mask complemented", SJ_OP_SPGEMM_MASKED, {a, a, a}, comp});
     check_case({"add A + A^T", SJ_OP_EWISE_ADD, ops, options(SJ_SCHEDULE_TRANSPOSE, false, true)});
     Rng rng(3);
     auto xr = sj::test::random_sparse_vector<int32_t, double>(rng, a.dims[1], 0.2);

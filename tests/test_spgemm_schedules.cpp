@@ -97,6 +97,56 @@ void check_masked(const Tensor& M, const Tensor& A, const Tensor& B, sj_op_optio
         << what << " masked schedule " << sj::to_string(s);
 }
 
+// The entries of C whose (i,j) M stores (keep_masked) or does not store, in C's order: a mask
+// applied to an unmasked product, to check the masked kernels against.
+Tensor filtered(const Tensor& C, const Tensor& M, bool keep_masked) {
+  const int64_t rows = C.dims[0];
+  const int64_t* cp = C.levels[1].pos.as<int64_t>();
+  const int64_t* mp = M.levels[1].pos.as<int64_t>();
+  std::vector<int64_t> keep;
+  std::vector<int64_t> pos(static_cast<size_t>(rows) + 1, 0);
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t q = mp[i];
+    for (int64_t p = cp[i]; p < cp[i + 1]; ++p) {
+      const int64_t j = sj::crd_at(C.levels[1], C.index_type, p);
+      while (q < mp[i + 1] && sj::crd_at(M.levels[1], M.index_type, q) < j) ++q;
+      const bool in_mask = q < mp[i + 1] && sj::crd_at(M.levels[1], M.index_type, q) == j;
+      if (in_mask == keep_masked) keep.push_back(p);
+    }
+    pos[static_cast<size_t>(i) + 1] = static_cast<int64_t>(keep.size());
+  }
+  const int64_t n = static_cast<int64_t>(keep.size());
+  Tensor E = sj::make_compressed_matrix(sj::default_allocator(), true, rows, C.dims[1], n, C.index_type, C.value_type);
+  std::memcpy(E.levels[1].pos.mutable_data(), pos.data(), sizeof(int64_t) * pos.size());
+  const int is = C.index_type == sj::IndexType::I32 ? 4 : 8, vs = sj::value_size(C.value_type);
+  for (int64_t t = 0; t < n; ++t) {
+    std::memcpy(static_cast<char*>(E.levels[1].crd.mutable_data()) + t * is,
+                static_cast<const char*>(C.levels[1].crd.data()) + keep[static_cast<size_t>(t)] * is, is);
+    std::memcpy(static_cast<char*>(E.values.mutable_data()) + t * vs,
+                static_cast<const char*>(C.values.data()) + keep[static_cast<size_t>(t)] * vs, vs);
+  }
+  return E;
+}
+
+// C<!M> = A*B (mask_complement): the saxpy schedule and the reference agree bit for bit, and
+// both are A*B's entries off the mask (and C<M> its entries on it).
+void check_complement(const Tensor& M, const Tensor& A, const Tensor& B, sj_op_options o, const std::string& what) {
+  const Tensor full = run_plan(SJ_OP_SPGEMM, {A, B}, o, SJ_SCHEDULE_REFERENCE);
+  EXPECT_TRUE(identical(filtered(full, M, true), run_plan(SJ_OP_SPGEMM_MASKED, {M, A, B}, o, SJ_SCHEDULE_REFERENCE)))
+      << what << " masked reference";
+  o.mask_complement = 1;
+  const Tensor want = filtered(full, M, false);
+  EXPECT_TRUE(identical(want, run_plan(SJ_OP_SPGEMM_MASKED, {M, A, B}, o, SJ_SCHEDULE_REFERENCE)))
+      << what << " complemented reference";
+  EXPECT_TRUE(identical(want, run_plan(SJ_OP_SPGEMM_MASKED, {M, A, B}, o, SJ_SCHEDULE_GUSTAVSON_DENSE)))
+      << what << " complemented saxpy";
+  o.schedule = SJ_SCHEDULE_AUTO;
+  sj::Plan plan(context(), sj::OpRequest{SJ_OP_SPGEMM_MASKED, {M, A, B}, o});
+  EXPECT_TRUE(plan.schedule() == SJ_SCHEDULE_GUSTAVSON_DENSE || plan.schedule() == SJ_SCHEDULE_REFERENCE)
+      << plan.explain_text();
+  EXPECT_TRUE(identical(want, plan.execute({M, A, B}))) << what << " complemented, auto";
+}
+
 template <class I, class V> Tensor tensor(const sj::CsResult<I, V>& r) {
   sj::ValueType vt = std::is_same_v<V, float> ? sj::ValueType::F32
                      : std::is_same_v<V, double> ? sj::ValueType::F64
@@ -130,6 +180,8 @@ template <class I, class V> void random_round(Rng& rng, int round, const std::ve
     check_spgemm(A, B, options(s), what + " " + std::string(sj::to_string(s)));
     if (round % 3 == 0) check_spgemm(A, B, options(s, true), what + " " + std::string(sj::to_string(s)));
     check_masked(M, A, B, options(s), what + " " + std::string(sj::to_string(s)));
+    check_complement(M, A, B, options(s), what + " " + std::string(sj::to_string(s)));
+    if (round % 4 == 0 && A.dims[1] == B.dims[1]) check_complement(A, A, B, options(s), what + " mask A");
   }
 }
 
@@ -435,3 +487,84 @@ TEST(SpgemmSchedules, AutoChoosesOursOnMidSizeMatrix) {
 }
 
 }  // namespace
+
+// The complemented mask (sj_op_options.mask_complement) through the C API: the dot schedule
+// cannot serve it, other operations refuse the option, and a drop-in call with and without it
+// on the same handles gives each its own result (the plan memo tells the options apart).
+TEST(SpgemmSchedules, MaskComplementThroughCApi) {
+  Rng rng(77);
+  const auto ra = sj::test::random_uniform<int32_t, double>(rng, 60, 50, 0.1);
+  const auto rb = sj::test::random_uniform<int32_t, double>(rng, 50, 70, 0.1);
+  const auto rm = sj::test::random_uniform<int32_t, double>(rng, 60, 70, 0.3);
+  sj_context* ctx = nullptr;
+  ASSERT_EQ(sj_context_create(nullptr, &ctx), SJ_OK);
+  auto handle = [&](const sj::CsResult<int32_t, double>& r) {
+    sj_tensor* t = nullptr;
+    EXPECT_EQ(sj_tensor_create_csr(ctx, r.outer, r.inner, SJ_INDEX_INT32, SJ_VALUE_F64, r.pos.data(), r.crd.data(),
+                                   r.val.data(), 0, &t), SJ_OK) << sj_last_error_message();
+    return t;
+  };
+  sj_tensor *a = handle(ra), *b = handle(rb), *m = handle(rm);
+  const Tensor A = tensor(ra), B = tensor(rb), M = tensor(rm);
+  const Tensor full = run_plan(SJ_OP_SPGEMM, {A, B}, options(), SJ_SCHEDULE_REFERENCE);
+  sj_op_options o = options();
+  for (int round = 0; round < 3; ++round) {  // alternating: each call must find its own plan
+    for (int comp : {0, 1}) {
+      o.mask_complement = comp;
+      sj_tensor* c = nullptr;
+      ASSERT_EQ(sj_spgemm_masked(ctx, m, a, b, &o, &c), SJ_OK) << sj_last_error_message();
+      EXPECT_TRUE(identical(filtered(full, M, comp == 0), c->t)) << "round " << round << " complement " << comp;
+      sj_tensor_destroy(c);
+    }
+  }
+  o.mask_complement = 1;
+  o.schedule = SJ_SCHEDULE_INNER;
+  sj_tensor* c = nullptr;
+  EXPECT_EQ(sj_spgemm_masked(ctx, m, a, b, &o, &c), SJ_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sj_last_error_message()).find("complemented mask"), std::string::npos) << sj_last_error_message();
+  EXPECT_EQ(c, nullptr);
+  o.schedule = SJ_SCHEDULE_AUTO;
+  EXPECT_EQ(sj_spgemm(ctx, a, b, &o, &c), SJ_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sj_last_error_message()).find("mask_complement applies to spgemm-masked only"),
+            std::string::npos) << sj_last_error_message();
+  sj_plan* plan = nullptr;
+  const sj_tensor* ops[3] = {m, a, b};
+  ASSERT_EQ(sj_plan_create(ctx, SJ_OP_SPGEMM_MASKED, ops, 3, &o, &plan), SJ_OK) << sj_last_error_message();
+  const char* text = nullptr;
+  ASSERT_EQ(sj_plan_explain(plan, &text), SJ_OK);
+  EXPECT_NE(std::string(text).find("\"mask_complement\":true"), std::string::npos) << text;
+  sj_plan_destroy(plan);
+  for (sj_tensor* t : {a, b, m}) sj_tensor_destroy(t);
+  sj_context_destroy(ctx);
+}
+
+// Products too wide for a dense workspace of B's columns (2^22 of them) take the hash
+// accumulator, each product's column searched in the mask row.
+TEST(SpgemmSchedules, MaskComplementWideProduct) {
+  Rng rng(78);
+  constexpr int64_t kCols = int64_t(1) << 22;
+  auto a = sj::test::random_uniform<int64_t, double>(rng, 40, 30, 0.2);
+  sj::CsResult<int64_t, double> b, m;
+  b.outer = 30, b.inner = kCols, m.outer = 40, m.inner = kCols;
+  b.pos.push_back(0);
+  for (int64_t k = 0; k < 30; ++k) {  // each row of B: a few of 64 shared columns, spread over the width
+    for (int64_t s = 0; s < 64; ++s)
+      if (rng.uniform_int(0, 5) == 0) {
+        b.crd.push_back(s * (kCols / 64) + 7);
+        b.val.push_back(static_cast<double>(rng.uniform_int(1, 9)));
+      }
+    b.pos.push_back(static_cast<int64_t>(b.crd.size()));
+  }
+  m.pos.push_back(0);
+  for (int64_t i = 0; i < 40; ++i) {  // the mask blocks some of those columns and some others
+    for (int64_t s = 0; s < 64; ++s)
+      if (rng.uniform_int(0, 2) == 0) {
+        m.crd.push_back(s * (kCols / 64) + (s % 2 ? 7 : 8));
+        m.val.push_back(1);
+      }
+    m.pos.push_back(static_cast<int64_t>(m.crd.size()));
+  }
+  const Tensor A = tensor(a), B = tensor(b), M = tensor(m);
+  check_complement(M, A, B, options(), "wide");
+  check_complement(M, A, B, options(SJ_SEMIRING_MIN_PLUS), "wide min-plus");
+}

@@ -32,6 +32,7 @@ const char* kUsage = R"(usage:
       Without B: spgemm computes A*A (square A) or A*A^T; element-wise ops use B = A;
       spgemm-masked uses the mask M = A (or --mask FILE).
     --transpose-b          use B^T
+    --mask-complement      spgemm-masked: C<!M> = A*B, the entries where M stores nothing
     --dense-out            dense result (spgemm, spmspv)
     --x X.mtx              the vector x of spmspv/spmv (1xn or nx1 Matrix Market)
     --x-density D          random sparse x with this density (default 0.01), values in [0,1)
@@ -80,7 +81,7 @@ double now_ms() {
 
 struct RunArgs {
   std::string op, a_path, b_path, x_path, mask_path, output;
-  bool transpose_b = false, dense_out = false, explain = false, explain_json = false, csv = false, calibrate = false;
+  bool transpose_b = false, mask_complement = false, dense_out = false, explain = false, explain_json = false, csv = false, calibrate = false;
   double x_density = 0.01;
   uint64_t seed = 1;
   int repeat = 10, threads = 0, vector_width = 0;
@@ -106,6 +107,7 @@ RunArgs parse_run(int argc, char** argv) {
       return argv[++i];
     };
     if (f == "--transpose-b") a.transpose_b = true;
+    else if (f == "--mask-complement") a.mask_complement = true;
     else if (f == "--dense-out") a.dense_out = true;
     else if (f == "--explain") a.explain = true;
     else if (f == "--calibrate") a.calibrate = true;
@@ -232,6 +234,7 @@ int run(int argc, char** argv) {
   o.threads = a.threads;
   o.dense_output = a.dense_out;
   o.transpose_b = a.transpose_b || a.op == "ewise-mult-t";
+  o.mask_complement = a.mask_complement ? 1 : 0;
   o.calibrate = a.calibrate;
 
   sj_config cfg;
@@ -323,6 +326,7 @@ int run(int argc, char** argv) {
                   static_cast<long long>(ai.nnz), read_ms);
       if (B.t) std::printf("  B: %s\n", a.b_path.c_str());
       if (o.transpose_b) std::printf("  B is transposed\n");
+      if (o.mask_complement) std::printf("  the mask is complemented: C<!M>\n");
       std::printf("  schedule: %s (requested %s, semiring %s)\n", chosen.c_str(), a.schedule.c_str(), a.semiring.c_str());
       std::printf("  first call (plan + execute): %.3f ms\n", first_ms);
       std::printf("  later calls: median %.3f ms, min %.3f ms over %d runs\n", median, min_ms, a.repeat);

@@ -368,6 +368,11 @@ typedef struct sj_op_options {
                              results that share the kept position and coordinate arrays.
                              Nonzero: every execution computes the structure, and nothing is
                              kept. Default 0. */
+  int mask_complement;    /* masked SpGEMM only: nonzero computes C<!M> = A*B, the entries
+                             of A*B where M has NO stored entry (GraphBLAS's complemented
+                             structural mask, e.g. a BFS frontier that skips visited nodes).
+                             Served by the saxpy schedule (and the reference); the dot per
+                             mask entry cannot serve it. Default 0. */
 } sj_op_options;
 
 /* Fills *options (a struct the caller owns) with the defaults. Errors: SJ_ERR_NULL_POINTER.

@@ -208,7 +208,7 @@ def _as_tensor(m, ctx):
 
 def _options(semiring="plus_times", schedule="auto", isa="auto", vector_width=0, phases="", threads=0,
              dense_output=False, transpose_a=False, transpose_b=False, output_index_type=None, method="auto",
-             calibrate=False, recompute_structure=False):
+             calibrate=False, recompute_structure=False, mask_complement=False):
     scratch = ctypes.create_string_buffer(_lib.INIT_SCRATCH)
     check(_lib.sj_op_options_init(scratch))
     o = _lib.OpOptions.from_buffer_copy(scratch.raw[:ctypes.sizeof(_lib.OpOptions)])
@@ -219,6 +219,8 @@ def _options(semiring="plus_times", schedule="auto", isa="auto", vector_width=0,
         raise ValueError("this libsparsejit has no calibrate option")
     if recompute_structure and library_size <= _lib.OpOptions.recompute_structure.offset:
         raise ValueError("this libsparsejit has no recompute_structure option")
+    if mask_complement and library_size <= _lib.OpOptions.mask_complement.offset:
+        raise ValueError("this libsparsejit has no mask_complement option")
 
     def pick(table, value, what):
         if isinstance(value, str):
@@ -242,6 +244,8 @@ def _options(semiring="plus_times", schedule="auto", isa="auto", vector_width=0,
     o.calibrate = int(bool(calibrate))
     if o.struct_size > _lib.OpOptions.recompute_structure.offset:
         o.recompute_structure = int(bool(recompute_structure))
+    if o.struct_size > _lib.OpOptions.mask_complement.offset:
+        o.mask_complement = int(bool(mask_complement))
     if output_index_type is None:
         o.output_index_type = -1
     else:

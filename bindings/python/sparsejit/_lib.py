@@ -70,7 +70,8 @@ class OpOptions(ctypes.Structure):
                 ("isa", ctypes.c_int), ("vector_width", ctypes.c_int), ("phases", ctypes.c_char * 4),
                 ("threads", ctypes.c_int), ("dense_output", ctypes.c_int), ("transpose_a", ctypes.c_int),
                 ("transpose_b", ctypes.c_int), ("output_index_type", ctypes.c_int), ("method", ctypes.c_int),
-                ("calibrate", ctypes.c_int), ("recompute_structure", ctypes.c_int)]
+                ("calibrate", ctypes.c_int), ("recompute_structure", ctypes.c_int),
+                ("mask_complement", ctypes.c_int)]
 
 
 class TensorInfo(ctypes.Structure):

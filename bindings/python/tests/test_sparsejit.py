@@ -58,9 +58,10 @@ class Binding(unittest.TestCase):
             scratch = ctypes.create_string_buffer(_lib.INIT_SCRATCH)
             self.assertEqual(init(scratch), 0)
             size = ctypes.c_uint32.from_buffer(scratch).value
-            # sj_op_options may predate its `calibrate` and `recompute_structure` fields;
-            # anything else is drift.
-            known = {ctypes.sizeof(cls)} | ({cls.calibrate.offset, cls.recompute_structure.offset}
+            # sj_op_options may predate its `calibrate`, `recompute_structure` and
+            # `mask_complement` fields; anything else is drift.
+            known = {ctypes.sizeof(cls)} | ({cls.calibrate.offset, cls.recompute_structure.offset,
+                                             cls.mask_complement.offset}
                                             if cls is _lib.OpOptions else set())
             self.assertIn(size, known, f"{cls.__name__} no longer matches the header")
 
@@ -170,6 +171,10 @@ class Binding(unittest.TestCase):
         full = (A @ A).toarray()
         got = sparsejit.spgemm_masked(M, A, A).toarray()
         np.testing.assert_allclose(got, np.where(M.toarray() != 0, full, 0))
+        # Complemented: the entries of A*A where M stores nothing, and none where it does.
+        comp = sparsejit.spgemm_masked(M, A, A, mask_complement=True)
+        np.testing.assert_allclose(comp.toarray(), np.where(M.toarray() != 0, 0, full))
+        self.assertEqual(comp.multiply(M != 0).nnz, 0)
         pattern = sparsejit.spgemm(A, A, semiring="plus_pair").toarray()
         Ab = (A != 0).astype(np.float64)
         np.testing.assert_allclose(pattern, (Ab @ Ab).toarray())

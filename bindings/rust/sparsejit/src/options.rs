@@ -83,9 +83,18 @@ impl OpOptions {
     /// it for executions on operands of the same structure (ignored by a library that
     /// predates the option).
     pub fn recompute_structure(mut self, on: bool) -> Self {
+        // Present when the library's struct reaches past the field.
+        if self.raw.struct_size as usize >= size_of::<sys::sj_op_options>() - size_of::<i32>() {
+            self.raw.recompute_structure = on as i32;
+        }
+        self
+    }
+    /// Masked SpGEMM: complement the mask, C<!M> = A*B, the entries of A*B where M stores
+    /// nothing (ignored by a library that predates the option).
+    pub fn mask_complement(mut self, on: bool) -> Self {
         // The last field: present when the library's struct reaches its end.
         if self.raw.struct_size as usize >= size_of::<sys::sj_op_options>() {
-            self.raw.recompute_structure = on as i32;
+            self.raw.mask_complement = on as i32;
         }
         self
     }

@@ -84,6 +84,7 @@ pub struct sj_op_options {
     pub method: c_int,
     pub calibrate: c_int,
     pub recompute_structure: c_int,
+    pub mask_complement: c_int,
 }
 
 #[repr(C)]

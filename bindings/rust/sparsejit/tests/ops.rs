@@ -51,6 +51,24 @@ fn spgemm_matches_the_hand_computed_product() {
 }
 
 #[test]
+fn masked_spgemm_and_its_complement() {
+    let ctx = Context::new().unwrap();
+    let a = Tensor::csr(&ctx, 2, 3, &A_PTR, &A_IDX, &A_VAL).unwrap();
+    let b_idx32: Vec<i32> = B_IDX.iter().map(|&x| x as i32).collect();
+    let b = Tensor::csr(&ctx, 3, 2, &B_PTR, &b_idx32, &B_VAL).unwrap();
+    // A * B = [[9, 0], [0, 3]]; the mask M = [[1, 1], [0, 0]] keeps row 0, its complement row 1.
+    let m = Tensor::csr(&ctx, 2, 2, &[0i64, 2, 2], &[0i32, 1], &[1.0f64, 1.0]).unwrap();
+    let c = ctx.spgemm_masked(&m, &a, &b, &OpOptions::new()).unwrap();
+    let (pos, crd) = c.compressed_level::<i32>(1).unwrap();
+    assert_eq!((pos, crd), (&[0i64, 1, 1][..], &[0i32][..]));
+    assert_eq!(c.values::<f64>().unwrap(), &[9.0]);
+    let c = ctx.spgemm_masked(&m, &a, &b, &OpOptions::new().mask_complement(true)).unwrap();
+    let (pos, crd) = c.compressed_level::<i32>(1).unwrap();
+    assert_eq!((pos, crd), (&[0i64, 0, 1][..], &[1i32][..]));
+    assert_eq!(c.values::<f64>().unwrap(), &[3.0]);
+}
+
+#[test]
 fn int64_coordinates_transpose_ewise_and_spmspv() {
     let ctx = Context::new().unwrap();
     let a_idx64: Vec<i64> = A_IDX.iter().map(|&x| x as i64).collect();
@@ -171,11 +189,11 @@ fn declared_structs_match_the_library() {
     assert_eq!(scratch[0] as u32 as usize, std::mem::size_of::<sparsejit::sys::sj_config>(), "sj_config drifted");
     let mut scratch = [0u64; 128];
     unsafe { sparsejit::sys::sj_op_options_init(scratch.as_mut_ptr() as *mut sparsejit::sys::sj_op_options) };
-    // sj_op_options may predate its last fields, `calibrate` and `recompute_structure` (4
-    // bytes each); anything else is drift.
+    // sj_op_options may predate its last fields, `calibrate`, `recompute_structure` and
+    // `mask_complement` (4 bytes each); anything else is drift.
     let full = std::mem::size_of::<sparsejit::sys::sj_op_options>();
     let lib = scratch[0] as u32 as usize;
-    assert!(lib == full || lib == full - 4 || lib == full - 8, "sj_op_options drifted: library {lib}, declared {full}");
+    assert!(lib == full || lib == full - 4 || lib == full - 8 || lib == full - 12, "sj_op_options drifted: library {lib}, declared {full}");
     assert!(Context::version().starts_with("0."));
 }
 
