@@ -407,6 +407,23 @@ template <class V> inline V fresh_or_sum(bool fresh, V p, V sum) {
   return pick[fresh];
 }
 
+// A dense-accumulator row's n columns oc[0..n) (marked st, all within [lo, hi]) put in order,
+// with their sums from vals into ov: by reading the marks over the span when that is cheaper,
+// by a sorting network (most rows of sparse products), else by order_row.
+template <class I, class V>
+inline void order_marked_row(const uint32_t* __restrict mk, const V* __restrict vals, uint32_t st, I lo, I hi,
+                             uint64_t* bits, I* __restrict oc, V* __restrict ov, int64_t n) {
+  if (n > kInsertionMax && scan_is_cheaper<I>(n, lo, hi)) {
+    scan_marks(mk, st, lo, hi, oc);
+    for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
+  } else if (n > kInsertionMax && n <= 32 && network_sort_cost<I>(n) != 0) {
+    network_sort(oc, n);
+    for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
+  } else if (n) {
+    order_row(oc, n, lo, hi, bits, [&](int64_t t, I j) { ov[t] = vals[j]; });
+  }
+}
+
 template <class S, class I, class V> struct DenseAcc {
   uint32_t* mk;
   V* vals;
@@ -458,17 +475,7 @@ template <class S, class I, class V> struct DenseAcc {
         }
       });
     }
-    // The row's columns in order, with their sums.
-    if (n > kInsertionMax && scan_is_cheaper<I>(n, lo, hi)) {
-      scan_marks(mk, st, lo, hi, oc);
-      for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
-    } else if (n > kInsertionMax && n <= 32 && network_sort_cost<I>(n) != 0) {
-      // Most rows of sparse products: sorted by a network, without order_row's other choices.
-      network_sort(oc, n);
-      for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
-    } else if (n) {
-      order_row(oc, n, lo, hi, bits, [&](int64_t t, I j) { ov[t] = vals[j]; });
-    }
+    order_marked_row(mk, vals, st, lo, hi, bits, oc, ov, n);
     return n;
   }
 
@@ -1107,8 +1114,8 @@ int64_t masked_saxpy_search_rows(const CsView<I, uint8_t>& M, const CsView<I, V>
 // order, so C<!M> is A*B's entries off the mask, bit for bit.
 //
 // Dense accumulator: the mask row's columns get the stamp `blocked`, the row's own columns the
-// next one; a product on a blocked column is dropped. The row is put in order as DenseAcc's:
-// by reading the marks over its span, by a sorting network, or by order_row.
+// next one; a product on a blocked column is dropped. The row is put in order as DenseAcc's
+// (order_marked_row).
 template <class S, class I, class V> struct ComplementDenseAcc {
   static constexpr bool kDropsProducts = true;
   CsView<I, uint8_t> M;
@@ -1152,15 +1159,7 @@ template <class S, class I, class V> struct ComplementDenseAcc {
         }
       }
     }
-    if (n > kInsertionMax && scan_is_cheaper<I>(n, lo, hi)) {
-      scan_marks(mk, st, lo, hi, oc);
-      for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
-    } else if (n > kInsertionMax && n <= 32 && network_sort_cost<I>(n) != 0) {
-      network_sort(oc, n);
-      for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
-    } else if (n) {
-      order_row(oc, n, lo, hi, bits, [&](int64_t t, I j) { ov[t] = vals[j]; });
-    }
+    order_marked_row(mk, vals, st, lo, hi, bits, oc, ov, n);
     return n;
   }
   int64_t count(const CsView<I, V>& A, const CsView<I, V>& B, int64_t i, DenseScratch<V>& ws) const {
