@@ -1,5 +1,7 @@
 #include "src/huge_pages.hpp"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 
@@ -24,18 +26,50 @@ std::atomic<HugePagePolicy>& policy() {
 }
 
 std::atomic<int64_t> cold_fault_ns{1'000'000};
+std::atomic<int64_t> small_fault_ns_override{-1};  // tests: the 4 KiB fault time, not measured
 
-// Faults in the first huge page of a fresh advised block and times it; a cold one turns the
-// advice off for the rest of the block (faulted in 4 KiB pages) and for later blocks.
+constexpr size_t kSmallPageBytes = 4096;
+constexpr int kSmallSamples = 31;  // 4 KiB faults timed; the median stands for all
+
+int64_t elapsed_ns(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The median time of a first touch of a 4 KiB page, over the first pages of [p, p + 2 MiB)
+// (advised against huge pages first). A median, so that one preemption does not decide.
+int64_t small_fault_ns(char* p) {
+#if defined(MADV_NOHUGEPAGE)
+  (void)madvise(p, kHugePageBytes, MADV_NOHUGEPAGE);
+#endif
+  const int64_t forced = small_fault_ns_override.load(std::memory_order_relaxed);
+  if (forced >= 0) return forced;
+  std::array<int64_t, kSmallSamples> ns{};
+  for (int i = 0; i < kSmallSamples; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    *static_cast<volatile char*>(p + static_cast<size_t>(i) * kSmallPageBytes) = 0;
+    ns[static_cast<size_t>(i)] = elapsed_ns(t0);
+  }
+  std::nth_element(ns.begin(), ns.begin() + kSmallSamples / 2, ns.end());
+  return ns[kSmallSamples / 2];
+}
+
+// Faults in the first huge page of a fresh advised block and times it. A warm one (under
+// cold_fault_ns) changes nothing. A cold one is set against the same 2 MiB in 4 KiB faults,
+// timed on the block's second huge page: where those cost more, huge pages stay advised from
+// then on, cold or not (kOn); where they cost less, the rest of the block and every later
+// block go without (kOff). Blocks of one huge page leave the decision to a larger one.
 void probe(char* p, size_t rounded) {
   const auto t0 = std::chrono::steady_clock::now();
   *static_cast<volatile char*>(p) = 0;
-  const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-  if (ns < cold_fault_ns.load(std::memory_order_relaxed)) return;
+  const int64_t huge_ns = elapsed_ns(t0);
+  if (huge_ns < cold_fault_ns.load(std::memory_order_relaxed) || rounded < 2 * kHugePageBytes) return;
+  const int64_t small_per_huge_ns = small_fault_ns(p + kHugePageBytes) * int64_t(kHugePageBytes / kSmallPageBytes);
+  const bool huge_cheaper = huge_ns <= small_per_huge_ns;
   HugePagePolicy expected = HugePagePolicy::kAuto;
-  policy().compare_exchange_strong(expected, HugePagePolicy::kOff);
+  policy().compare_exchange_strong(expected, huge_cheaper ? HugePagePolicy::kOn : HugePagePolicy::kOff);
 #if defined(MADV_NOHUGEPAGE)
-  if (rounded > kHugePageBytes) (void)madvise(p + kHugePageBytes, rounded - kHugePageBytes, MADV_NOHUGEPAGE);
+  if (!huge_cheaper && rounded > 2 * kHugePageBytes)
+    (void)madvise(p + 2 * kHugePageBytes, rounded - 2 * kHugePageBytes, MADV_NOHUGEPAGE);
 #endif
 }
 
@@ -64,5 +98,6 @@ void* huge_page_allocate(size_t bytes) {
 
 void set_huge_page_policy_for_testing(HugePagePolicy p) { policy().store(p); }
 void set_huge_page_cold_fault_ns_for_testing(int64_t ns) { cold_fault_ns.store(ns); }
+void set_small_page_fault_ns_for_testing(int64_t ns) { small_fault_ns_override.store(ns); }
 
 }  // namespace sj

@@ -1,7 +1,7 @@
 // Memory backed by transparent huge pages, for the large blocks of results and scratch
 // (src/block_pool.hpp), which a process's first call faults in fresh.
 //
-// Why: on this VM the first touch of a 4 KiB page costs ~2-15 us: a fresh 27 MiB block took
+// Why: on the VM first measured, the first touch of a 4 KiB page costs ~2-15 us: a fresh 27 MiB block took
 // 14-20 ms to fault in 4 KiB pages, against ~2 ms in 2 MiB pages when the hypervisor still
 // backs them. (Steady-state kernels did not gain measurably from huge-page accumulators:
 // SpMSpV push on a 600k-row A, 1 thread.) madvise(MADV_HUGEPAGE) is a hint: where THP is off
@@ -9,12 +9,14 @@
 //
 // But a huge page the guest has not used for a while is "cold": its memory was handed back to
 // the host (virtio-balloon free page reporting reports free 2 MiB blocks), and faulting it in
-// again took 3-7 ms per 2 MiB here, ~10x the 4 KiB rate. A long-running process meets mostly
-// cold huge pages: the SpGEMM bench's first calls on new matrices were 2-12x their steady
-// state with the advice and 1.2-2.2x without. So the advice is adaptive (kAuto): each fresh
-// block's first huge page is faulted in at once and timed; one that takes over a millisecond
-// (a warm one takes ~0.1 ms) turns the advice off for the rest of that block and for every
-// later block of the process.
+// again costs more. How much more depends on the VM: on one, 3-7 ms per 2 MiB, ~3-5x the same
+// 2 MiB in 4 KiB faults (14-20 ms for 27 MiB); on another (AMD EPYC with AVX-512), 1.1-3.4 ms,
+// while 4 KiB faults cost ~10 us each, ~5 ms per 2 MiB, every time. So the advice is adaptive
+// (kAuto): each fresh block's first huge page is faulted in at once and timed; a warm one
+// (~0.1 ms) keeps the advice. One over a millisecond is set against 4 KiB faults timed on the
+// block's second huge page (the median of 31, times 512), once: where huge pages are still
+// the cheaper, they stay advised for the rest of the process (kOn); where not, the advice is
+// off for the rest of that block and every later block (kOff).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +29,7 @@ inline constexpr size_t kHugePageBytes = size_t(2) << 20;  // x86-64's transpare
 // block MADV_NOHUGEPAGE, so that no huge pages back it even where THP is "always").
 enum class HugePagePolicy : uint8_t { kAuto, kOn, kOff };
 
-// The policy now: kAuto becomes kOff once a probe found a cold huge page.
+// The policy now: kAuto becomes kOn or kOff once a probe found a cold huge page.
 HugePagePolicy huge_page_policy();
 
 // `bytes` rounded up to whole huge pages, 2 MiB-aligned and advised as the policy says; null
@@ -38,5 +40,8 @@ void* huge_page_allocate(size_t bytes);
 // makes every probe cold; the default is 1 ms).
 void set_huge_page_policy_for_testing(HugePagePolicy p);
 void set_huge_page_cold_fault_ns_for_testing(int64_t ns);
+// Tests: the time of a 4 KiB fault that a cold probe compares against (-1, the default:
+// measured).
+void set_small_page_fault_ns_for_testing(int64_t ns);
 
 }  // namespace sj
