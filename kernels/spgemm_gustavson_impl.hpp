@@ -152,21 +152,25 @@ inline bool rank_is_cheaper(int64_t n, int64_t words) {
   return n * (3 * ((n + 7) >> 3) + 10) <= 3 * n + 37 * words;
 }
 
-// The AVX2 sorting networks (kernels/sort_network_avx2.hpp) for 32-bit columns: instructions
-// for 8 ... 256 keys; 0 where unavailable. (This translation unit's AVX2 copy runs only on
-// AVX2 CPUs, so no runtime check here.)
-template <class I> constexpr int64_t network_sort_cost([[maybe_unused]] int64_t n) {
+// The AVX2 sorting networks (kernels/sort_network_avx2.hpp) for 32-bit columns within
+// [lo, hi]: instructions for 8 ... 256 keys (16-bit lanes where the span allows); 0 where
+// unavailable. (This translation unit's AVX2 copy runs only on AVX2 CPUs, so no runtime check
+// here.)
+template <class I>
+constexpr int64_t network_sort_cost([[maybe_unused]] int64_t n, [[maybe_unused]] I lo, [[maybe_unused]] I hi) {
 #if SJ_SPGEMM_AVX2 && defined(SJ_SORT_NETWORK_AVAILABLE)
-  return sort_network::cost<I>(n);
+  return sort_network::cost<I>(n, lo, hi);
 #else
   return 0;
 #endif
 }
 
-// Sorts oc[0..n) by the network; only where network_sort_cost<I>(n) != 0.
-template <class I> inline void network_sort([[maybe_unused]] I* oc, [[maybe_unused]] int64_t n) {
+// Sorts oc[0..n) (within [lo, hi]) by the network; only where network_sort_cost != 0.
+template <class I>
+inline void network_sort([[maybe_unused]] I* oc, [[maybe_unused]] int64_t n, [[maybe_unused]] I lo,
+                         [[maybe_unused]] I hi) {
 #if SJ_SPGEMM_AVX2 && defined(SJ_SORT_NETWORK_AVAILABLE)
-  sort_network::sort(oc, n);
+  sort_network::sort(oc, n, lo, hi);
 #endif
 }
 
@@ -209,9 +213,9 @@ inline void order_row(I* __restrict oc, int64_t n, I lo, I hi, uint64_t* __restr
     return;
   }
   const int64_t words = (static_cast<int64_t>(hi) >> 6) - (static_cast<int64_t>(lo) >> 6) + 1;
-  const int64_t net = network_sort_cost<I>(n);
+  const int64_t net = network_sort_cost<I>(n, lo, hi);
   if (net != 0 && (!bits || net <= 3 * n + 37 * words)) {
-    network_sort(oc, n);
+    network_sort(oc, n, lo, hi);
     for (int64_t t = 0; t < n; ++t) emit(t, oc[t]);
     return;
   }
@@ -281,7 +285,7 @@ constexpr int64_t kScanSpanPerEntry = 2;  // one compare per column
 // With the sorting networks, short rows scan only spans that cost less than sorting them
 // (~10 instructions per eight columns).
 template <class I> inline bool scan_is_cheaper(int64_t n, int64_t lo, int64_t hi) {
-  const int64_t span = hi - lo + 1, net = network_sort_cost<I>(n);
+  const int64_t span = hi - lo + 1, net = network_sort_cost<I>(n, static_cast<I>(lo), static_cast<I>(hi));
   if (net != 0) return span * 10 <= net * 8;
   return span <= kScanSpanPerEntry * n;
 }
@@ -416,8 +420,8 @@ inline void order_marked_row(const uint32_t* __restrict mk, const V* __restrict 
   if (n > kInsertionMax && scan_is_cheaper<I>(n, lo, hi)) {
     scan_marks(mk, st, lo, hi, oc);
     for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
-  } else if (n > kInsertionMax && n <= 32 && network_sort_cost<I>(n) != 0) {
-    network_sort(oc, n);
+  } else if (n > kInsertionMax && n <= 32 && network_sort_cost<I>(n, lo, hi) != 0) {
+    network_sort(oc, n, lo, hi);
     for (int64_t t = 0; t < n; ++t) ov[t] = vals[oc[t]];
   } else if (n) {
     order_row(oc, n, lo, hi, bits, [&](int64_t t, I j) { ov[t] = vals[j]; });

@@ -394,16 +394,19 @@ inline Partition push_partition(const int64_t* row_pos, int64_t m, int64_t nx, i
 }
 
 // The AVX2 sorting network (kernels/sort_network_avx2.hpp) for a touched list of n int32
-// rows: its instructions, or 0 where it does not apply (wider indices, n over 256, no AVX2).
-template <class I> inline int64_t touched_network_cost([[maybe_unused]] int64_t n) {
+// rows within [lo, hi]: its instructions, or 0 where it does not apply (wider indices, n over
+// 256, no AVX2).
+template <class I> inline int64_t touched_network_cost([[maybe_unused]] int64_t n, [[maybe_unused]] int64_t lo,
+                                                       [[maybe_unused]] int64_t hi) {
 #ifdef SJ_SORT_NETWORK_AVAILABLE
-  if (n > 1 && sort_network::available()) return sort_network::cost<I>(n);
+  if (n > 1 && sort_network::available()) return sort_network::cost<I>(n, lo, hi);
 #endif
   return 0;
 }
-template <class I> inline void touched_network_sort([[maybe_unused]] I* list, [[maybe_unused]] int64_t n) {
+template <class I> inline void touched_network_sort([[maybe_unused]] I* list, [[maybe_unused]] int64_t n,
+                                                    [[maybe_unused]] int64_t lo, [[maybe_unused]] int64_t hi) {
 #ifdef SJ_SORT_NETWORK_AVAILABLE
-  sort_network::sort(list, n);
+  sort_network::sort(list, n, lo, hi);
 #endif
 }
 
@@ -572,7 +575,7 @@ int64_t push_chunk_sparse_placed(const CsView<I, V>& Acsc, const SpVecView<I, V>
         const int64_t span_words = ((r1 - 1) >> 6) - (r0 >> 6) + 1;
         double lg = 1;
         for (int64_t c = cnt; c > 1; c >>= 1) lg += 1;
-        const int64_t net = touched_network_cost<I>(cnt);
+        const int64_t net = touched_network_cost<I>(cnt, r0, r1 - 1);
         order = net != 0 && net <= 3 * cnt + 37 * span_words ? Order::kNetwork
                 : static_cast<double>(cnt) * lg * 3.0 < 2.0 * static_cast<double>(cnt) + static_cast<double>(span_words)
                     ? Order::kSort
@@ -594,7 +597,7 @@ int64_t push_chunk_sparse_placed(const CsView<I, V>& Acsc, const SpVecView<I, V>
       return;
     }
     if (order != Order::kBitmap) {
-      if (order == Order::kNetwork) touched_network_sort(list, cnt);
+      if (order == Order::kNetwork) touched_network_sort(list, cnt, r0, r1 - 1);
       else std::sort(list, list + cnt);
       for (int64_t k = 0; k < cnt; ++k) {
         const I i = list[k];
