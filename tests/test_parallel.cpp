@@ -392,14 +392,17 @@ TEST(ParallelDeterminism, SpgemmEverySchedule) {
   }
 }
 
-// Gustavson (dense and hash) at every thread count under a memory cap that the exact result
+// `op` by each of `schedules` at every thread count under a memory cap that the exact result
 // fits and its upper bound does not, so that each row is counted first: bit-identical to the
-// reference.
-void check_spgemm_counting_first(const std::vector<Tensor>& ops) {
-  const Tensor want = sj::Plan(context(1), sj::OpRequest{SJ_OP_SPGEMM, ops, options(SJ_SCHEDULE_REFERENCE)}).execute(ops);
+// reference (options `o` otherwise, e.g. a complemented mask).
+void check_counting_first(sj_op op, const std::vector<Tensor>& ops, const std::vector<sj_schedule>& schedules,
+                          sj_op_options o = options(SJ_SCHEDULE_REFERENCE)) {
+  o.schedule = SJ_SCHEDULE_REFERENCE;
+  const Tensor want = sj::Plan(context(1), sj::OpRequest{op, ops, o}).execute(ops);
   const int64_t nnz = want.levels[1].pos.as<int64_t>()[want.dims[0]];
+  ASSERT_GT(nnz, 0);
   const size_t cap = static_cast<size_t>(nnz * 12 + (want.dims[0] + 1) * 8) * 3 / 2 + 4096;
-  for (sj_schedule s : {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH})
+  for (sj_schedule s : schedules)
     for (int threads : kThreadCounts) {
       sj_config c;
       sj_config_init(&c);
@@ -407,9 +410,15 @@ void check_spgemm_counting_first(const std::vector<Tensor>& ops) {
       c.disable_disk_cache = 1;
       c.memory_cap_bytes = cap;
       sj::Context ctx(c);
-      sj::Plan plan(ctx, sj::OpRequest{SJ_OP_SPGEMM, ops, options(s)});
+      o.schedule = s;
+      sj::Plan plan(ctx, sj::OpRequest{op, ops, o});
       EXPECT_TRUE(same_bits(want, plan.execute(ops))) << threads << " threads under a cap, schedule " << s;
     }
+}
+
+// Gustavson (dense and hash) counting first.
+void check_spgemm_counting_first(const std::vector<Tensor>& ops) {
+  check_counting_first(SJ_OP_SPGEMM, ops, {SJ_SCHEDULE_GUSTAVSON_DENSE, SJ_SCHEDULE_GUSTAVSON_HASH});
 }
 
 // Under a memory cap that the output bound exceeds, Gustavson counts each row first and the
@@ -495,24 +504,9 @@ TEST(ParallelDeterminism, MaskComplementCountsFirstUnderMemoryCap) {
   const auto a = sj::test::random_power_law<int32_t, double>(rng, 400, 300, 3.0, 1.3, empty);
   const auto b = sj::test::random_banded<int32_t, double>(rng, 300, 300, 6, 6, 0.8);
   const auto m = sj::test::random_banded<int32_t, double>(rng, 400, 300, 3, 3, 0.7);
-  const std::vector<Tensor> ops{T(m), T(a), T(b)};
   sj_op_options o = options(SJ_SCHEDULE_REFERENCE);
   o.mask_complement = 1;
-  const Tensor want = sj::Plan(context(1), sj::OpRequest{SJ_OP_SPGEMM_MASKED, ops, o}).execute(ops);
-  const int64_t nnz = want.levels[1].pos.as<int64_t>()[want.dims[0]];
-  ASSERT_GT(nnz, 0);
-  const size_t cap = static_cast<size_t>(nnz * 12 + (want.dims[0] + 1) * 8) * 3 / 2 + 4096;
-  o.schedule = SJ_SCHEDULE_GUSTAVSON_DENSE;
-  for (int threads : kThreadCounts) {
-    sj_config c;
-    sj_config_init(&c);
-    c.threads = threads;
-    c.disable_disk_cache = 1;
-    c.memory_cap_bytes = cap;
-    sj::Context ctx(c);
-    sj::Plan plan(ctx, sj::OpRequest{SJ_OP_SPGEMM_MASKED, ops, o});
-    EXPECT_TRUE(same_bits(want, plan.execute(ops))) << threads << " threads under a cap";
-  }
+  check_counting_first(SJ_OP_SPGEMM_MASKED, {T(m), T(a), T(b)}, {SJ_SCHEDULE_GUSTAVSON_DENSE}, o);
 }
 
 TEST(ParallelDeterminism, SpmspvAndSpmvEverySchedule) {
