@@ -35,6 +35,13 @@ namespace sj::sort_network {
 // k = lanes means one ascending block.
 constexpr bool keeps_max(int lanes, int k, int j, int i) { return ((i & j) != 0) != ((i & k) != 0 && k < lanes); }
 
+// keeps_max of lanes 0-7 as the bits of a blend immediate.
+constexpr int keeps_max_bits(int lanes, int k, int j) {
+  int bits = 0;
+  for (int i = 0; i < 8; ++i) bits |= keeps_max(lanes, k, j, i) << i;
+  return bits;
+}
+
 // Eight signed 32-bit keys per register.
 struct Lanes32 {
   static constexpr int kLanes = 8;
@@ -45,14 +52,9 @@ struct Lanes32 {
     else if constexpr (J == 2) return _mm256_shuffle_epi32(v, 0x4E);  // swap pairs
     else return _mm256_permute2x128_si256(v, v, 0x01);               // swap halves
   }
-  // Lanes that keep_max chooses from `hi`, the others from `lo`.
+  // The lanes keeps_max picks from `hi`, the others from `lo`.
   template <int K, int J> SJ_NET_FN static __m256i blend(__m256i lo, __m256i hi) {
-    constexpr int m = [] {
-      int bits = 0;
-      for (int i = 0; i < 8; ++i) bits |= keeps_max(8, K, J, i) << i;
-      return bits;
-    }();
-    return _mm256_blend_epi32(lo, hi, m);
+    return _mm256_blend_epi32(lo, hi, keeps_max_bits(8, K, J));
   }
   SJ_NET_FN static __m256i reverse(__m256i v) {
     return _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0));
@@ -85,12 +87,7 @@ struct Lanes16 {
       return true;
     }();
     if constexpr (same_halves) {
-      constexpr int m = [] {
-        int bits = 0;
-        for (int i = 0; i < 8; ++i) bits |= keeps_max(16, K, J, i) << i;
-        return bits;
-      }();
-      return _mm256_blend_epi16(lo, hi, m);
+      return _mm256_blend_epi16(lo, hi, keeps_max_bits(16, K, J));
     } else {
       const __m256i mask = _mm256_setr_epi16(
           keeps_max(16, K, J, 0) ? -1 : 0, keeps_max(16, K, J, 1) ? -1 : 0, keeps_max(16, K, J, 2) ? -1 : 0,
@@ -180,6 +177,12 @@ constexpr int64_t kMaxKeys = 256;
 // Offsets in 16-bit lanes: every key within this of the least (0xFFFF pads).
 constexpr int64_t kMaxOffsetSpan = 0xFFFE;
 
+// Whether n keys spanning [lo, hi] are sorted as 16-bit offsets: past one register's worth of
+// 32-bit keys (below it the pack costs more than it saves) and within the offsets' span.
+constexpr bool uses_offsets(int64_t n, int64_t lo, int64_t hi) {
+  return n > 8 && hi >= lo && static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) <= uint64_t(kMaxOffsetSpan);
+}
+
 // Instructions to sort n keys, their loads and stores included (callgrind), 0 < n <= kMaxKeys:
 // in 32-bit lanes, and in 16-bit lanes (measured the same way; two 8-key halves are loaded,
 // offset and packed per register, and unpacked on the way out).
@@ -210,7 +213,7 @@ inline bool available() {
 template <class I> constexpr int64_t cost([[maybe_unused]] int64_t n, [[maybe_unused]] int64_t lo = 0,
                                           [[maybe_unused]] int64_t hi = std::numeric_limits<int64_t>::max()) {
   if constexpr (sizeof(I) == 4) {
-    if (n <= kMaxKeys) return n > 8 && hi - lo <= kMaxOffsetSpan ? instructions16(n) : instructions(n);
+    if (n <= kMaxKeys) return uses_offsets(n, lo, hi) ? instructions16(n) : instructions(n);
   }
   return 0;
 }
@@ -277,7 +280,7 @@ template <class I>
 [[gnu::target("avx2")]] inline void sort([[maybe_unused]] I* a, [[maybe_unused]] int64_t n, [[maybe_unused]] int64_t lo = 0,
                                          [[maybe_unused]] int64_t hi = std::numeric_limits<int64_t>::max()) {
   if constexpr (sizeof(I) == 4) {
-    if (n > 8 && hi - lo <= kMaxOffsetSpan) sort_keys16(reinterpret_cast<int32_t*>(a), n, static_cast<int32_t>(lo));
+    if (uses_offsets(n, lo, hi)) sort_keys16(reinterpret_cast<int32_t*>(a), n, static_cast<int32_t>(lo));
     else sort_keys(reinterpret_cast<int32_t*>(a), n);
   }
 }

@@ -1,9 +1,9 @@
 // Memory backed by transparent huge pages, for the large blocks of results and scratch
 // (src/block_pool.hpp), which a process's first call faults in fresh.
 //
-// Why: on the VM first measured, the first touch of a 4 KiB page costs ~2-15 us: a fresh 27 MiB block took
-// 14-20 ms to fault in 4 KiB pages, against ~2 ms in 2 MiB pages when the hypervisor still
-// backs them. (Steady-state kernels did not gain measurably from huge-page accumulators:
+// Why: on the VM first measured, the first touch of a 4 KiB page costs ~2-15 us: a fresh
+// 27 MiB block took 14-20 ms to fault in 4 KiB pages, against ~2 ms in 2 MiB pages when the
+// hypervisor still backs them. (Steady-state kernels did not gain measurably from huge-page accumulators:
 // SpMSpV push on a 600k-row A, 1 thread.) madvise(MADV_HUGEPAGE) is a hint: where THP is off
 // the memory is ordinary.
 //
