@@ -21,10 +21,6 @@
 
 namespace sj::push_runs {
 
-// How a chunk walks a column (the scalar push too): every row; rows below `limit` from the
-// start; rows at or above `limit` from the end (the two chunks of a two-thread push).
-enum Walk { kAll, kBelow, kFromEnd };
-
 // One product into the accumulator. Sparse (Dense false): a row's first product is taken as
 // is and marked and listed, later ones are added (the scalar push's step, and the run walk's
 // outside runs). Dense: the accumulators started at S's exact identity, so every product is
@@ -156,42 +152,22 @@ template <class S, bool Dense, class I, class V>
 }
 
 // Column entries [q, e) of A (rows crd, values val) times xj into the accumulator; returns
-// the new touched count. kBelow stops at the first row >= limit; kFromEnd walks from e - 1
-// down to q and stops at the first row < limit. Dense: the dense accumulator (add_one).
-template <int W, class S, bool Dense, class I, class V>
-[[gnu::target("avx2")]] int64_t column(const I* crd, const V* val, int64_t q, int64_t e, int64_t limit, V xj, V* acc,
-                                       uint8_t* mark, I* list, int64_t cnt) {
+// the new touched count. Dense: the dense accumulator (add_one).
+template <class S, bool Dense, class I, class V>
+[[gnu::target("avx2")]] int64_t column(const I* crd, const V* val, int64_t q, int64_t e, V xj, V* acc, uint8_t* mark,
+                                       I* list, int64_t cnt) {
   const typename Quad<V>::R xv = Quad<V>::broadcast(xj);
-  if constexpr (W == kFromEnd) {
-    int64_t k = e - 1;
-    for (; k - 3 >= q; ) {
-      const I last = crd[k];
-      if (last < limit) return cnt;
-      const I first = crd[k - 3];
-      if (last - first == 3 && first >= limit) {
-        add_four<S, Dense, I, V>(first, QuadOps<S, V>::mul(Quad<V>::load(val + k - 3), xv), acc, mark, list, cnt);
-        k -= 4;
-      } else {
-        add_one<S, Dense>(last, S::mul(val[k], xj), acc, mark, list, cnt);
-        --k;
-      }
+  for (; q + 4 <= e; ) {
+    const I first = crd[q];
+    if (crd[q + 3] - first == 3) {
+      add_four<S, Dense, I, V>(first, QuadOps<S, V>::mul(Quad<V>::load(val + q), xv), acc, mark, list, cnt);
+      q += 4;
+    } else {
+      add_one<S, Dense>(first, S::mul(val[q], xj), acc, mark, list, cnt);
+      ++q;
     }
-    for (; k >= q && crd[k] >= limit; --k) add_one<S, Dense>(crd[k], S::mul(val[k], xj), acc, mark, list, cnt);
-  } else {
-    for (; q + 4 <= e; ) {
-      const I first = crd[q];
-      if (W == kBelow && first >= limit) return cnt;
-      const I last = crd[q + 3];
-      if (last - first == 3 && (W == kAll || last < limit)) {
-        add_four<S, Dense, I, V>(first, QuadOps<S, V>::mul(Quad<V>::load(val + q), xv), acc, mark, list, cnt);
-        q += 4;
-      } else {
-        add_one<S, Dense>(first, S::mul(val[q], xj), acc, mark, list, cnt);
-        ++q;
-      }
-    }
-    for (; q < e && (W == kAll || crd[q] < limit); ++q) add_one<S, Dense>(crd[q], S::mul(val[q], xj), acc, mark, list, cnt);
   }
+  for (; q < e; ++q) add_one<S, Dense>(crd[q], S::mul(val[q], xj), acc, mark, list, cnt);
   return cnt;
 }
 

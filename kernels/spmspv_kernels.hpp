@@ -17,8 +17,8 @@
 //
 // Threads (src/work_partition.hpp): every kernel splits the OUTPUT rows into chunks by
 // estimated work (A's nnz per row) and each chunk computes its rows exactly as the serial
-// loop does: push walks each x(j)'s column only over the chunk's rows (two chunks walk the
-// column's two ends; more are cut once per column at every chunk's first row, PushCuts), into
+// loop does: push walks each x(j)'s column only over the chunk's rows (cut once per column at
+// every chunk's first row, PushCuts), into
 // the running thread's accumulator. A sparse y is collected
 // per chunk at the chunk's own rows of the capacity-m sink (at most one entry per row), and
 // the chunks' segments are joined in row order. So y does not depend on the thread count.
@@ -37,6 +37,7 @@
 #include "kernels/push_runs_avx2.hpp"
 #include "kernels/sort_network_avx2.hpp"
 #include "src/block_pool.hpp"
+#include "src/error.hpp"
 #include "src/semiring.hpp"
 #include "src/tensor.hpp"
 #include "src/thread_scratch.hpp"
@@ -181,12 +182,12 @@ template <class I, class V> class PushCuts {
   ScratchArray<int64_t> cut_;
 };
 
-// The cuts the chunks of `part` read in push_accumulate: none for one or two chunks, which
-// walk the ends of each column instead (the first and last chunk need no cut).
+// The cuts the chunks of `part` read in push_accumulate: none for one chunk, which walks whole
+// columns.
 template <class I, class V>
 std::optional<PushCuts<I, V>> push_cuts(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part,
                                         Workers& w) {
-  if (part.chunks() <= 2) return std::nullopt;
+  if (part.chunks() <= 1) return std::nullopt;
   return PushCuts<I, V>(Acsc, x, part, w);
 }
 
@@ -218,18 +219,14 @@ template <class I, class V> inline bool push_dense_accumulator(const CsView<I, V
   return dense_accumulator_pays(per_row, r1 - r0);
 }
 
-// Over the output rows [r0, r1) only. How the chunk finds its part of each column of x:
-//   all rows [0, m)     the whole column;
-//   with `cuts`         chunk c reads [lo, hi) from PushCuts (three or more chunks);
-//   the first chunk     from the column's start, forward while the row is below r1;
-//   the last chunk      from the column's end, backward while the row is at least r0.
-// Two chunks (two threads) thus need no cut pass at all: each walks its own end of every
-// column and reads one row past it (the cut pass, a dependent search per column, took 1.0 of
-// a 7.3 ms 2-thread call on x at 10% of a 600k-column A even with its prefetches). Walking a
-// column backwards changes only the order rows are first touched, which finish sorts away;
-// each y(i) still adds its products in increasing j.
-// push_accumulate's walk over x's columns into the accumulator (Dense: the dense one);
-// returns the count of listed rows (0 when Dense).
+// push_accumulate's walk over x's columns into the accumulator (Dense: the dense one), over
+// the output rows [r0, r1) only; returns the count of listed rows (0 when Dense). The whole
+// column where [r0, r1) is every row; else chunk c's part [lo, hi) of each column of x, from
+// PushCuts (a chunk without them is a bug). Two chunks once walked the two ends of each column
+// without cuts, forward while the row is below r1 and backward while it is at least r0: on
+// the AMD VM (x at 10% of a 600k-column A, 16 rows per column) each such chunk took 10-14 ms
+// against 12 ms for the serial call, its loop's end waiting on rows not yet loaded, while two
+// chunks with cuts took 1.1 ms (the cut pass) + 5.2-5.7 ms.
 template <class S, bool Dense, class I, class V>
 int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t c,
                   int64_t r0, int64_t r1, Scratch<I, V>& ws) {
@@ -241,92 +238,58 @@ int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Push
   const int64_t* pos = Acsc.pos;
   const I* crd = Acsc.crd;
   const V* val = Acsc.val;
-  auto add1 = [&](int64_t q, V xj) { push_runs::add_one<S, Dense>(crd[q], S::mul(val[q], xj), acc, mark, list, cnt); };
-  // Columns that begin with four consecutive rows (mesh matrices) are walked with such runs
-  // done four products at a time (kernels/push_runs_avx2.hpp), where S and V have that form.
-  using enum push_runs::Walk;
+  // Columns [b, e) that begin with four consecutive rows (mesh matrices) are walked with such
+  // runs done four products at a time (kernels/push_runs_avx2.hpp), where S and V have that
+  // form; the others one product at a time.
+  auto column = [&](int64_t b, int64_t e, V xj) {
 #ifdef SJ_PUSH_RUNS_AVAILABLE
-  constexpr bool kRuns = push_runs::kVectorised<S, V>;
-  const bool runs = kRuns && push_runs::available();
-#else
-  constexpr bool kRuns = false;
-  const bool runs = false;
+    if constexpr (push_runs::kVectorised<S, V>) {
+      if (e - b >= 4 && crd[b + 3] - crd[b] == 3 && push_runs::available()) {
+        cnt = push_runs::column<S, Dense, I, V>(crd, val, b, e, xj, acc, mark, list, cnt);
+        return;
+      }
+    }
 #endif
-  // Whether entries [b, e) of a column begin with a run (from_end: end with one).
-  auto starts_run = [&](int64_t b, int64_t e, bool from_end = false) {
-    if constexpr (!kRuns) return false;
-    return e - b >= 4 && runs && (from_end ? crd[e - 1] - crd[e - 4] == 3 : crd[b + 3] - crd[b] == 3);
+    for (int64_t q = b; q < e; ++q) push_runs::add_one<S, Dense>(crd[q], S::mul(val[q], xj), acc, mark, list, cnt);
   };
-  // Walks entries [b, e) as walk W bounded by `limit` with the runs; returns cnt.
-  auto run_walk = [&]<int W>(std::integral_constant<int, W>, int64_t b, int64_t e, int64_t limit, V xj) -> int64_t {
-#ifdef SJ_PUSH_RUNS_AVAILABLE
-    if constexpr (kRuns) return push_runs::column<W, S, Dense, I, V>(crd, val, b, e, limit, xj, acc, mark, list, cnt);
-#endif
-    (void)b, (void)e, (void)limit, (void)xj;
-    return cnt;
-  };
-  if (cuts) {
+  const int64_t nx = x.nnz;
+  if (r0 > 0 || r1 < m) {
+    if (!cuts) fail(SJ_ERR_INTERNAL, "push: a chunk of rows [", r0, ", ", r1, ") of ", m, " has no cuts");
     const int64_t* lo = cuts->lo(c);
     const int64_t* hi = cuts->hi(c);
-    for (int64_t p = 0; p < x.nnz; ++p) {
-      if (p + kPushPrefetch < x.nnz) {
+    for (int64_t p = 0; p < nx; ++p) {
+      if (p + kPushPrefetch < nx) {
         __builtin_prefetch(crd + lo[p + kPushPrefetch]);
         __builtin_prefetch(val + lo[p + kPushPrefetch]);
       }
-      const V xj = x.val[p];
-      if (starts_run(lo[p], hi[p])) {
-        cnt = run_walk(std::integral_constant<int, kAll>{}, lo[p], hi[p], 0, xj);
-        continue;
-      }
-      for (int64_t q = lo[p], e = hi[p]; q < e; ++q) add1(q, xj);
+      column(lo[p], hi[p], x.val[p]);
     }
     return cnt;
   }
   // x's columns are scattered through A's CSC arrays: fetch the column bounds 16 entries of x
-  // ahead and the column's first (the last chunk: last) lines of rows and values 8 ahead, so
-  // that the misses of several columns overlap (~1.5x on x at 10% of a 600k-column A, at 1 and
-  // 2 threads).
-  // One loop per way of walking a column (all rows, the first of two chunks, the last), each
-  // with the prefetches unconditional until the last 16 entries of x: the tests per entry of
-  // x were a quarter of its own work (~30 instructions) on short columns.
-  auto walk = [&]<int W>(std::integral_constant<int, W> walk_kind) {
-    auto column = [&](int64_t p) {
-      const int64_t j = x.idx[p];
-      const V xj = x.val[p];
-      const int64_t b = pos[j], e = pos[j + 1];
-      if (starts_run(b, e, W == kFromEnd)) {
-        cnt = run_walk(walk_kind, b, e, W == kFromEnd ? r0 : r1, xj);
-        return;
-      }
-      if constexpr (W == kFromEnd) {
-        for (int64_t q = e - 1; q >= b && crd[q] >= r0; --q) add1(q, xj);
-      } else if constexpr (W == kBelow) {
-        for (int64_t q = b; q < e && crd[q] < r1; ++q) add1(q, xj);
-      } else {
-        for (int64_t q = b; q < e; ++q) add1(q, xj);
-      }
-    };
-    auto ahead = [&](int64_t p) {
-      const int64_t ja = x.idx[p];
-      const int64_t at = W == kFromEnd ? column_last(pos, ja) : pos[ja];
-      __builtin_prefetch(crd + at);
-      __builtin_prefetch(val + at);
-    };
-    const int64_t nx = x.nnz;
-    int64_t p = 0;
-    for (; p + 2 * kPushPrefetch < nx; ++p) {
-      __builtin_prefetch(pos + x.idx[p + 2 * kPushPrefetch]);
-      ahead(p + kPushPrefetch);
-      column(p);
-    }
-    for (; p < nx; ++p) {
-      if (p + kPushPrefetch < nx) ahead(p + kPushPrefetch);
-      column(p);
-    }
+  // ahead and the column's first lines of rows and values 8 ahead, so that the misses of
+  // several columns overlap (~1.5x on x at 10% of a 600k-column A, at 1 and 2 threads). The
+  // prefetches are unconditional until the last 16 entries of x: the tests per entry of x
+  // were a quarter of its own work (~30 instructions) on short columns.
+  auto ahead = [&](int64_t p) {
+    const int64_t at = pos[x.idx[p]];
+    __builtin_prefetch(crd + at);
+    __builtin_prefetch(val + at);
   };
-  if (r0 > 0) walk(std::integral_constant<int, kFromEnd>{});
-  else if (r1 < m) walk(std::integral_constant<int, kBelow>{});
-  else walk(std::integral_constant<int, kAll>{});
+  auto step = [&](int64_t p) {
+    const int64_t j = x.idx[p];
+    column(pos[j], pos[j + 1], x.val[p]);
+  };
+  int64_t p = 0;
+  for (; p + 2 * kPushPrefetch < nx; ++p) {
+    __builtin_prefetch(pos + x.idx[p + 2 * kPushPrefetch]);
+    ahead(p + kPushPrefetch);
+    step(p);
+  }
+  for (; p < nx; ++p) {
+    if (p + kPushPrefetch < nx) ahead(p + kPushPrefetch);
+    step(p);
+  }
   return cnt;
 }
 
@@ -379,16 +342,16 @@ inline Partition push_partition(const int64_t* row_pos, int64_t m, int64_t nx, i
   Partition p = partition_by_prefix(row_pos, m, w, "A's nnz per output row");
   // Every chunk walks all of x's entries, and every chunk boundary costs a search of each
   // column (PushCuts), ~4 units per stored x, so the default ~8 chunks per thread pay only when
-  // products dwarf that (x at 10% of a 600k-column A, 60k columns of 16, cost more at 2
-  // threads than at one). Fewer, larger chunks keep that walk under ~1/8 of the products, but
-  // two per thread at least, taken dynamically: with one each, the call waits for the slower
-  // thread (on a VM whose second CPU ran this work ~1.5x slower, bench_parallel's SpMSpV at
-  // 2 threads took 14.1-15.6 ms with 2 chunks and 11.4-14.3 ms with 4, six runs each way).
-  const int64_t k = std::max<int64_t>(2 * int64_t(w.threads),
-                                      static_cast<int64_t>(expected / (8.0 * 4.0 * static_cast<double>(nx))));
+  // products dwarf that. One chunk per thread, more only to keep that walk under ~1/8 of the
+  // products: on x at 10% of a 600k-column A (16 products per stored x) 2 threads took
+  // 6.2-8.1 ms with 2 chunks against 8.2-10.4 ms with 4 (1 thread: 10.8-15.3 ms; the same
+  // process, alternated, nine calls each), the second cut per column costing more than the
+  // balance it buys. (With 2 threads walking the columns' ends uncut, 4 dynamic chunks were
+  // faster: the VM's second CPU was slower.)
+  const int64_t k = std::max<int64_t>(w.threads, static_cast<int64_t>(expected / (8.0 * 4.0 * static_cast<double>(nx))));
   if (p.chunks() > k) {
     p = partition_into(row_pos, m, k);
-    w.basis = "A's nnz per output row, few chunks (each walks all of x)";
+    w.basis = "A's nnz per output row, a chunk per thread (each walks all of x)";
   }
   return p;
 }
