@@ -241,10 +241,13 @@ int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Push
   // Columns [b, e) that begin with four consecutive rows (mesh matrices) are walked with such
   // runs done four products at a time (kernels/push_runs_avx2.hpp), where S and V have that
   // form; the others one product at a time.
+#ifdef SJ_PUSH_RUNS_AVAILABLE
+  const bool runs = push_runs::kVectorised<S, V> && push_runs::available();
+#endif
   auto column = [&](int64_t b, int64_t e, V xj) {
 #ifdef SJ_PUSH_RUNS_AVAILABLE
     if constexpr (push_runs::kVectorised<S, V>) {
-      if (e - b >= 4 && crd[b + 3] - crd[b] == 3 && push_runs::available()) {
+      if (runs && e - b >= 4 && crd[b + 3] - crd[b] == 3) {
         cnt = push_runs::column<S, Dense, I, V>(crd, val, b, e, xj, acc, mark, list, cnt);
         return;
       }
