@@ -38,6 +38,7 @@
 #include "kernels/sort_network_avx2.hpp"
 #include "src/block_pool.hpp"
 #include "src/error.hpp"
+#include "src/prefetch.hpp"
 #include "src/semiring.hpp"
 #include "src/tensor.hpp"
 #include "src/thread_scratch.hpp"
@@ -144,11 +145,11 @@ template <class I, class V> class PushCuts {
         // the search below reads them, and they are the pass's misses (without this prefetch
         // the pass took 2.3 of a 7.9 ms 2-thread call on x at 10% of a 600k-column A; 1.0 ms
         // with it).
-        if (p + 16 < p1) __builtin_prefetch(pos + x.idx[p + 16]);
+        if (p + 16 < p1) prefetch_line(pos + x.idx[p + 16]);
         if (p + kPushPrefetch < p1) {
           const int64_t ja = x.idx[p + kPushPrefetch];
-          __builtin_prefetch(crd + pos[ja]);
-          __builtin_prefetch(crd + column_last(pos, ja));
+          prefetch_line(crd + pos[ja]);
+          prefetch_line(crd + column_last(pos, ja));
         }
         const int64_t j = x.idx[p];
         int64_t q = pos[j];
@@ -262,8 +263,8 @@ int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Push
     const int64_t* hi = cuts->hi(c);
     for (int64_t p = 0; p < nx; ++p) {
       if (p + kPushPrefetch < nx) {
-        __builtin_prefetch(crd + lo[p + kPushPrefetch]);
-        __builtin_prefetch(val + lo[p + kPushPrefetch]);
+        prefetch_line(crd + lo[p + kPushPrefetch]);
+        prefetch_line(val + lo[p + kPushPrefetch]);
       }
       column(lo[p], hi[p], x.val[p]);
     }
@@ -276,8 +277,8 @@ int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Push
   // were a quarter of its own work (~30 instructions) on short columns.
   auto ahead = [&](int64_t p) {
     const int64_t at = pos[x.idx[p]];
-    __builtin_prefetch(crd + at);
-    __builtin_prefetch(val + at);
+    prefetch_line(crd + at);
+    prefetch_line(val + at);
   };
   auto step = [&](int64_t p) {
     const int64_t j = x.idx[p];
@@ -285,7 +286,7 @@ int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Push
   };
   int64_t p = 0;
   for (; p + 2 * kPushPrefetch < nx; ++p) {
-    __builtin_prefetch(pos + x.idx[p + 2 * kPushPrefetch]);
+    prefetch_line(pos + x.idx[p + 2 * kPushPrefetch]);
     ahead(p + kPushPrefetch);
     step(p);
   }
@@ -343,15 +344,13 @@ inline Partition push_partition(const int64_t* row_pos, int64_t m, int64_t nx, i
   if (push_serial(expected, n, w)) return partition_by_prefix(nullptr, m, w, kPushSerialBasis);
   if (!worth_parallel(w, static_cast<int64_t>(expected))) return partition_by_prefix(nullptr, m, w, w.basis);
   Partition p = partition_by_prefix(row_pos, m, w, "A's nnz per output row");
-  // Every chunk walks all of x's entries, and every chunk boundary costs a search of each
-  // column (PushCuts), ~4 units per stored x, so the default ~8 chunks per thread pay only when
-  // products dwarf that. One chunk per thread, more only to keep that walk under ~1/8 of the
-  // products: on x at 10% of a 600k-column A (16 products per stored x) 2 threads took
-  // 6.2-8.1 ms with 2 chunks against 8.2-10.4 ms with 4 (1 thread: 10.8-15.3 ms; the same
-  // process, alternated, nine calls each), the second cut per column costing more than the
-  // balance it buys. (With 2 threads walking the columns' ends uncut, 4 dynamic chunks were
-  // faster: the VM's second CPU was slower.)
-  const int64_t k = std::max<int64_t>(w.threads, static_cast<int64_t>(expected / (8.0 * 4.0 * static_cast<double>(nx))));
+  // Every chunk walks all of x's entries (a column's bounds, its first lines, the loop's end),
+  // and every chunk boundary costs a search of each column (PushCuts), so one chunk per
+  // thread, whatever the column lengths. On x at 10% of a 600k-column A (16 products per
+  // stored x) 2 threads took 6.2-8.1 ms with 2 chunks against 8.2-10.4 ms with 4 (the same
+  // process, alternated, nine calls each); with 256 per column (40k columns) 2.1-2.5 ms with
+  // 2 chunks against 3.3-3.7 ms with the 8 the products allowed before (1 thread: 2.7-3.0).
+  const int64_t k = w.threads;
   if (p.chunks() > k) {
     p = partition_into(row_pos, m, k);
     w.basis = "A's nnz per output row, a chunk per thread (each walks all of x)";

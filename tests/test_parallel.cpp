@@ -146,12 +146,11 @@ TEST(WorkPartition, ChunksCoverRowsAndBalanceWork) {
   }
 }
 
-// Push SpMSpV: every chunk walks all of x's columns, so the chunk count follows the products
-// per stored x. A 600k x 600k A with 16 per row: x at 10% (16 products per stored x) gets one
-// chunk per thread (16 chunks made 2 threads 3x slower than one; 4 were 1.2-1.4x slower than
-// 2); few products stay serial;
-// x at 100 of 1000 columns (9600 products each) keeps the default ~8 chunks per thread.
-TEST(WorkPartition, PushChunksFollowTheProductsPerStoredX) {
+// Push SpMSpV: every chunk walks all of x's columns, so a split call takes one chunk per
+// thread. A 600k x 600k A with 16 per row: x at 10% (16 products per stored x; 16 chunks made
+// 2 threads 3x slower than one, 4 were 1.2-1.4x slower than 2) and x at 100 of 1000 columns
+// (9600 products each) both get one chunk per thread; few products stay serial.
+TEST(WorkPartition, PushTakesOneChunkPerThread) {
   const int64_t m = 600000;
   std::vector<int64_t> row_pos(m + 1);
   for (int64_t i = 0; i <= m; ++i) row_pos[static_cast<size_t>(i)] = 16 * i;
@@ -160,7 +159,7 @@ TEST(WorkPartition, PushChunksFollowTheProductsPerStoredX) {
     EXPECT_EQ(sj::spmspv::push_partition(row_pos.data(), m, 60000, 600000, w).chunks(), threads);
     EXPECT_EQ(sj::spmspv::push_partition(row_pos.data(), m, 600, 600000, w).chunks(), 1);
     const sj::Partition p = sj::spmspv::push_partition(row_pos.data(), m, 100, 1000, w);
-    EXPECT_EQ(p.chunks(), threads * sj::parallel_tuning().chunks_per_thread.load());
+    EXPECT_EQ(p.chunks(), threads);
     EXPECT_EQ(p.bounds.back(), m);
   }
 }
