@@ -18,17 +18,16 @@
 // Threads (src/work_partition.hpp): every kernel splits the OUTPUT rows into chunks by
 // estimated work (A's nnz per row) and each chunk computes its rows exactly as the serial
 // loop does: push walks each x(j)'s column only over the chunk's rows (cut once per column at
-// every chunk's first row, PushCuts), into
-// the running thread's accumulator. A sparse y is collected
-// per chunk at the chunk's own rows of the capacity-m sink (at most one entry per row), and
-// the chunks' segments are joined in row order. So y does not depend on the thread count.
+// every chunk's first row, PushCuts), into the running thread's accumulator. A sparse y is
+// collected per chunk at the chunk's own rows of the capacity-m sink (at most one entry per
+// row), and the chunks' segments are joined in row order. So y does not depend on the thread
+// count.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <tuple>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -132,6 +131,10 @@ template <class I, class V> class PushCuts {
   PushCuts(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part, Workers& w)
       : nx_(x.nnz), cut_(static_cast<size_t>((part.chunks() + 1) * std::max<int64_t>(1, x.nnz))) {
     const int64_t k = part.chunks(), nx = nx_;
+    // Chunk 0 reads from each column's start and the last chunk to its end.
+    if (k < 1 || part.begin(0) != 0 || part.end(k - 1) != Acsc.inner)
+      fail(SJ_ERR_INTERNAL, "push: cuts for a partition of rows [", part.begin(0), ", ", part.end(k - 1), ") of ",
+           Acsc.inner);
     const int64_t* pos = Acsc.pos;
     const I* crd = Acsc.crd;
     int64_t* cut = cut_.get();
@@ -139,6 +142,7 @@ template <class I, class V> class PushCuts {
     const int64_t runs = std::min<int64_t>(nx, 2 * int64_t(w.threads));
     px.bounds.resize(static_cast<size_t>(std::max<int64_t>(1, runs)) + 1);
     for (int64_t r = 0; r <= runs; ++r) px.bounds[static_cast<size_t>(r)] = runs ? nx * r / runs : 0;
+    const int64_t row_chunks = w.chunks;  // explain reports the push's chunks, not this pass's runs
     w.run(px, [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
         // The column bounds 16 entries ahead, then both ends of the column's rows 8 ahead:
@@ -174,6 +178,7 @@ template <class I, class V> class PushCuts {
         }
       }
     });
+    w.chunks = row_chunks;
   }
   const int64_t* lo(int64_t c) const { return cut_.get() + c * nx_; }
   const int64_t* hi(int64_t c) const { return cut_.get() + (c + 1) * nx_; }

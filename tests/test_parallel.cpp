@@ -165,8 +165,8 @@ TEST(WorkPartition, PushTakesOneChunkPerThread) {
 }
 
 // Push SpMSpV over any cut of the rows gives the serial arrays: every chunk reads its part of
-// each column from PushCuts. Columns with rows
-// only below, only at or above, or exactly on a chunk's first row, empty columns, empty chunks.
+// each column from PushCuts. Columns with rows only below, only at or above, or exactly on a
+// chunk's first row, empty columns, empty chunks.
 TEST(WorkPartition, PushChunksMatchSerialAtEveryCut) {
   Rng rng(21);
   const int64_t m = 37, n = 23;  // A is m x n, given by column (CSC)
@@ -219,12 +219,28 @@ TEST(WorkPartition, PushChunksMatchSerialAtEveryCut) {
       EXPECT_EQ(std::get<1>(got), std::get<1>(want)) << b.size() - 1 << " chunks, " << b[1];
       EXPECT_EQ(std::get<2>(got), std::get<2>(want)) << b.size() - 1 << " chunks, " << b[1];
     }
-  // Some of the rows without cuts is a bug, refused before the workspace is touched; the
-  // next call still gives y.
+  // Some of the rows without cuts is a bug, refused before any row is marked (either end of
+  // the rows), as are cuts for a partition that does not cover every row; the next call on
+  // this thread's workspace still gives y.
   std::vector<int32_t> oi(m);
   std::vector<double> ov(m);
-  EXPECT_THROW((sj::spmspv::push_chunk_sparse<sj::PlusTimes<double>, int32_t, double>(A, x, nullptr, 0, 0, 18, oi.data(), ov.data())),
-               sj::Error);
+  auto status_of = [](auto&& call) {
+    try {
+      call();
+    } catch (const sj::Error& e) {
+      return e.status();
+    }
+    return SJ_OK;
+  };
+  using S = sj::PlusTimes<double>;
+  EXPECT_EQ(status_of([&] { sj::spmspv::push_chunk_sparse<S, int32_t, double>(A, x, nullptr, 0, 0, 18, oi.data(), ov.data()); }),
+            SJ_ERR_INTERNAL);
+  EXPECT_EQ(status_of([&] { sj::spmspv::push_chunk_sparse<S, int32_t, double>(A, x, nullptr, 1, 18, m, oi.data(), ov.data()); }),
+            SJ_ERR_INTERNAL);
+  sj::Partition partial;
+  partial.bounds = {5, 18, 30};
+  sj::Workers w1 = sj::Workers::for_call(context(1), 0);
+  EXPECT_EQ(status_of([&] { sj::spmspv::PushCuts<int32_t, double>(A, x, partial, w1); }), SJ_ERR_INTERNAL);
   EXPECT_EQ(run(serial, 1), want);
 }
 

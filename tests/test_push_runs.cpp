@@ -135,8 +135,7 @@ bool check_push(std::mt19937& rng, int64_t m, int64_t n, double node_density, bo
   expected_y<S>(a, xi, xv, want, has);
   const sj::CsView<I, V> A = a.view();
 
-  // Sparse y over chunkings of 1, 2, 3 and 7 chunks (two chunks walk forward and backward,
-  // more read cut ranges).
+  // Sparse y over chunkings of 1, 2, 3 and 7 chunks (two or more read cut ranges).
   using sj::spmspv::PushAccumulator;
   for (PushAccumulator how : {PushAccumulator::kAuto, PushAccumulator::kSparse, PushAccumulator::kDense}) {
     const std::string at = where + " accumulator " + std::to_string(static_cast<int>(how));
