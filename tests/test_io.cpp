@@ -30,19 +30,7 @@ namespace {
 
 // --- helpers -------------------------------------------------------------------------------
 
-struct Failure {
-  sj_status status;
-  std::string message;
-};
-
-std::optional<Failure> failure_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const sj::Error& e) {
-    return Failure{e.status(), e.what()};
-  }
-  return std::nullopt;
-}
+using sj::test::failure_of;
 
 // Parses `text` as "t.mtx" and expects an sj::Error with `status`, the message starting with
 // "t.mtx:<line>: " and containing `needle`.

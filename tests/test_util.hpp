@@ -1,14 +1,32 @@
-// Helpers shared by the test suites: where the real data lives, seeded random inputs.
+// Helpers shared by the test suites: where the real data lives, seeded random inputs, what a
+// call that should fail reported.
 #pragma once
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "src/error.hpp"
+
 namespace sj::test {
+
+// The status and message of the sj::Error that f() threw; nullopt when it returned.
+struct Failure {
+  sj_status status;
+  std::string message;
+};
+inline std::optional<Failure> failure_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const sj::Error& e) {
+    return Failure{e.status(), e.what()};
+  }
+  return std::nullopt;
+}
 
 // ../shared/data beside the checkout, or $SPARSEJIT_DATA_DIR; nullopt when absent.
 inline std::optional<std::filesystem::path> shared_data_dir() {
