@@ -17,8 +17,8 @@
 //
 // Threads (src/work_partition.hpp): every kernel splits the OUTPUT rows into chunks by
 // estimated work (A's nnz per row) and each chunk computes its rows exactly as the serial
-// loop does: push walks each x(j)'s column only over the chunk's rows (cut once per column at
-// every chunk's first row, PushCuts), into the running thread's accumulator. A sparse y is
+// loop does: push adds the chunk's bucket of x's products, filled by all threads in
+// increasing j (PushBuckets), into the running thread's accumulator. A sparse y is
 // collected per chunk at the chunk's own rows of the capacity-m sink (at most one entry per
 // row), and the chunks' segments are joined in row order. So y does not depend on the thread
 // count.
@@ -54,9 +54,19 @@ template <class I, class V> struct Scratch {
   std::vector<V> outv;       // row kernels, push: output values
   std::vector<I> outi;       // push: output indices
   std::vector<uint64_t> bits; // push: touched rows as a bitmap (size m/64 + 1), all clear
+  std::vector<I> stage_row;   // parallel push: a run of x's products, before they are bucketed
+  std::vector<V> stage_prod;
+  std::vector<uint32_t> stage_chunk;
   static Scratch& get() {
     static thread_local Scratch s;
     return tls_pinned(s);
+  }
+  void need_staging(int64_t n) {
+    if (static_cast<int64_t>(stage_row.size()) < n) {
+      stage_row.resize(static_cast<size_t>(n));
+      stage_prod.resize(static_cast<size_t>(n));
+      stage_chunk.resize(static_cast<size_t>(n));
+    }
   }
   uint64_t* need_bits(int64_t m) {
     const size_t words = static_cast<size_t>(m >> 6) + 1;
@@ -121,6 +131,29 @@ constexpr int64_t kPushPrefetch = 8;  // entries of x ahead (prefetching the tou
 // Position of column j's last entry, or of its start when it is empty (an address to
 // prefetch: never before the column's arrays).
 inline int64_t column_last(const int64_t* pos, int64_t j) { return std::max(pos[j], pos[j + 1] - 1); }
+// Whether a split push buckets x's products (PushBuckets) rather than cutting x's columns
+// (PushCuts), given A's mean column length (products per stored x). Cuts cost every chunk a
+// visit of each of x's columns: a bounds read, a line fetch and the loop's end, ~k nx visits
+// for k chunks. Buckets cost every product a staging write and a scattered write, whatever k.
+// So cuts win on few threads and long columns, buckets on many threads and short columns.
+// Measured as total work (every chunk run on one thread of the AMD VM, so the figures do not
+// depend on the VM's 2 cores), per chunk: 16 per column, x 10%, cuts/buckets 3.7-4.4/4.7-4.9
+// ms at 4 chunks, 2.7-2.9/2.4 at 8, 1.9-2.0/1.2 at 16; x 50%: 15.7/13.7 at 4, 10.3/3.0 at 16;
+// 64 per column: 0.91/0.86 at 16; 256 per column: 0.34/0.48 at 16. The crossover is near
+// threads = column length / 4. On a 16-core Xeon cuts gave 3.3x at 16 threads (16 per column).
+constexpr double kBucketColumnPerThread = 4;
+inline bool push_buckets_pay(const Workers& w, double mean_column) {
+  switch (parallel_tuning().push_split.load(std::memory_order_relaxed)) {
+    case 1: return false;
+    case 2: return true;
+    default: return w.threads > 1 && double(w.threads) * kBucketColumnPerThread >= mean_column;
+  }
+}
+template <class I, class V> double mean_column(const CsView<I, V>& Acsc) {
+  return Acsc.outer > 0 ? double(Acsc.pos[Acsc.outer] - Acsc.pos[0]) / double(Acsc.outer) : 0;
+}
+
+
 // Parallel push: the columns of x's entries cut at every chunk's first row, in one pass split
 // over x among the threads, so that each column is looked up and searched once, not once per
 // chunk. A chunk then reads its part of each column from two sequential arrays: no range test,
@@ -188,13 +221,156 @@ template <class I, class V> class PushCuts {
   ScratchArray<int64_t> cut_;
 };
 
-// The cuts the chunks of `part` read in push_accumulate: none for one chunk, which walks whole
-// columns.
-template <class I, class V>
-std::optional<PushCuts<I, V>> push_cuts(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part,
-                                        Workers& w) {
-  if (part.chunks() <= 1) return std::nullopt;
-  return PushCuts<I, V>(Acsc, x, part, w);
+// Parallel push: the products A(i,j) x(j) bucketed by output chunk (propagation blocking). x's
+// entries are split into runs taken by the threads; each run stages its products with their
+// rows and chunks, counts them per chunk, then writes (i, product) into its own segment of each
+// chunk's bucket. Chunk c then adds, run after run, the segments of bucket c into its
+// accumulator. Runs hold increasing j and each run's segment keeps its column order, so every
+// row still adds its products in increasing j as the serial walk does, and y does not depend
+// on the thread count.
+//
+// With cuts (above) every chunk fetches each of x's columns, so those misses do not split with
+// the threads: on a 16-core Xeon, x at 10% of a 600k-column A, cuts gave 1.63x at 2 threads and
+// 3.3x at 16 (GraphBLAS 13.5x). Here a column is fetched once, by one thread, and a chunk's
+// accumulators stay in its core's cache, for ~9 ns more work per product (staging, scatter;
+// push_buckets_pay weighs the two). The buckets hold at most nnz(A) products (each column
+// once), the size of the CSC copy.
+template <class S, class I, class V> class PushBuckets {
+ public:
+  PushBuckets(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part, Workers& w)
+      : chunks_(part.chunks()) {
+    const int64_t k = chunks_, nx = x.nnz, m = Acsc.inner;
+    if (k < 1 || part.begin(0) != 0 || part.end(k - 1) != m)
+      fail(SJ_ERR_INTERNAL, "push: buckets for a partition of rows [", part.begin(0), ", ", part.end(k - 1), ") of ",
+           m);
+    const int64_t* pos = Acsc.pos;
+    const I* crd = Acsc.crd;
+    const V* val = Acsc.val;
+    // Row -> chunk: a table over blocks of 2^shift rows gives the chunk of the block's first
+    // row (at most 16k blocks, so it stays in L1/L2); a row past that chunk's end steps on.
+    int shift = 0;
+    while ((m >> shift) > kBlocks) ++shift;
+    const int64_t blocks = (m >> shift) + 1;
+    ScratchArray<uint32_t> table(static_cast<size_t>(blocks));
+    ScratchArray<int64_t> bounds(static_cast<size_t>(k) + 1);
+    int64_t* bnd = bounds.get();
+    for (int64_t c = 0; c <= k; ++c) bnd[c] = part.bounds[static_cast<size_t>(c)];
+    for (int64_t b = 0, c = 0; b < blocks; ++b) {
+      while (c + 1 < k && bnd[c + 1] <= (b << shift)) ++c;
+      table.get()[b] = static_cast<uint32_t>(c);
+    }
+    const uint32_t* tab = table.get();
+    auto chunk_of = [&](int64_t i) {
+      int64_t c = tab[i >> shift];
+      while (i >= bnd[c + 1]) ++c;
+      return c;
+    };
+    // x in runs: several per thread (taken as threads free up), and enough that a run's
+    // columns (~kRunProducts products) stay in cache between its count and its writes.
+    const int64_t expected = Acsc.outer > 0 ? (pos[Acsc.outer] - pos[0]) * nx / Acsc.outer : 0;
+    runs_ = std::clamp<int64_t>(std::max<int64_t>(4 * int64_t(w.threads), expected / kRunProducts), 1,
+                                std::max<int64_t>(1, std::min(nx, kMaxRuns)));
+    Partition px;  // (not partition_even: explain keeps the row basis)
+    px.bounds.resize(static_cast<size_t>(runs_) + 1);
+    for (int64_t r = 0; r <= runs_; ++r) px.bounds[static_cast<size_t>(r)] = nx * r / runs_;
+    const int64_t row_chunks = w.chunks;  // explain reports the push's chunks, not the runs
+    // Each run's products, then where each run's products start (prefix).
+    ScratchArray<int64_t> run_start(static_cast<size_t>(runs_) + 1);
+    int64_t* start = run_start.get();
+    w.run_indexed(px, [&](int64_t r, int64_t p0, int64_t p1) {
+      int64_t t = 0;
+      for (int64_t p = p0; p < p1; ++p) t += pos[x.idx[p] + 1] - pos[x.idx[p]];
+      start[r + 1] = t;
+    });
+    start[0] = 0;
+    for (int64_t r = 0; r < runs_; ++r) start[r + 1] += start[r];
+    row_ = ScratchArray<I>(static_cast<size_t>(start[runs_]));
+    prod_ = ScratchArray<V>(static_cast<size_t>(start[runs_]));
+    seg_ = ScratchArray<int64_t>(static_cast<size_t>(runs_ * (k + 1)));
+    I* out_row = row_.get();
+    V* out_prod = prod_.get();
+
+    w.run_indexed(px, [&](int64_t r, int64_t p0, int64_t p1) {
+      // One pass over the run's columns (their misses overlapped by the look-ahead below)
+      // writes each product, its row and its chunk to this thread's staging arrays and counts
+      // the chunks; a second, sequential pass over the staging arrays writes them to the
+      // chunks' segments. seg[c + 1] counts chunk c's products, becomes where they start, and
+      // (as the cursor) ends where they end: then chunk c's segment is [seg[c], seg[c + 1]).
+      int64_t* seg = seg_.get() + r * (k + 1);
+      std::fill(seg, seg + k + 1, int64_t{0});
+      auto& ws = Scratch<I, V>::get();
+      const int64_t n_run = start[r + 1] - start[r];
+      ws.need_staging(n_run);
+      I* srow = ws.stage_row.data();
+      V* sprod = ws.stage_prod.data();
+      uint32_t* schunk = ws.stage_chunk.data();
+      int64_t t = 0;
+      for (int64_t p = p0; p < p1; ++p) {
+        if (p + 16 < p1) prefetch_line(pos + x.idx[p + 16]);
+        if (p + kPushPrefetch < p1) {
+          const int64_t at = pos[x.idx[p + kPushPrefetch]];
+          prefetch_line(crd + at);
+          prefetch_line(val + at);
+        }
+        const int64_t j = x.idx[p];
+        const V xj = x.val[p];
+        for (int64_t q = pos[j], e = pos[j + 1]; q < e; ++q, ++t) {
+          const I i = crd[q];
+          const int64_t c = chunk_of(i);
+          ++seg[c + 1];
+          srow[t] = i;
+          sprod[t] = S::mul(val[q], xj);
+          schunk[t] = static_cast<uint32_t>(c);
+        }
+      }
+      seg[0] = start[r];
+      for (int64_t c = 1; c <= k; ++c) seg[c] += seg[c - 1];
+      for (int64_t c = k; c > 0; --c) seg[c] = seg[c - 1];  // seg[c + 1]: chunk c's start
+      for (int64_t u = 0; u < t; ++u) {
+        const int64_t at = seg[schunk[u] + 1]++;
+        out_row[at] = srow[u];
+        out_prod[at] = sprod[u];
+      }
+    });
+    w.chunks = row_chunks;
+  }
+  // Adds chunk c's products into the accumulator in increasing j (push_runs::add_one; Dense:
+  // the dense one); returns the new count of listed rows. Kept out of push_walk's serial loop.
+  template <bool Dense> [[gnu::noinline]] int64_t add(int64_t c, V* acc, uint8_t* mark, I* list, int64_t cnt) const {
+    const I* row = row_.get();
+    const V* prod = prod_.get();
+    for (int64_t r = 0; r < runs_; ++r) {
+      const int64_t* seg = seg_.get() + r * (chunks_ + 1);
+      for (int64_t q = seg[c], e = seg[c + 1]; q < e; ++q) push_runs::add_one<S, Dense>(row[q], prod[q], acc, mark, list, cnt);
+    }
+    return cnt;
+  }
+
+ private:
+  static constexpr int64_t kBlocks = 16384;       // row blocks of the row -> chunk table
+  static constexpr int64_t kRunProducts = 16384;  // products per run of x (~200 KB of A)
+  static constexpr int64_t kMaxRuns = 4096;
+  int64_t chunks_;
+  int64_t runs_ = 1;
+  ScratchArray<I> row_;
+  ScratchArray<V> prod_;
+  ScratchArray<int64_t> seg_;
+};
+
+// What the chunks of a split push read: cuts of x's columns (each chunk walks all of x) or
+// buckets of x's products (each chunk reads its own); neither for one chunk, which walks whole
+// columns. push_partition and push_split agree through push_buckets_pay.
+template <class S, class I, class V> struct PushSplit {
+  std::optional<PushCuts<I, V>> cuts;
+  std::optional<PushBuckets<S, I, V>> buckets;
+};
+template <class S, class I, class V>
+PushSplit<S, I, V> push_split(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part, Workers& w) {
+  PushSplit<S, I, V> s;
+  if (part.chunks() <= 1) return s;
+  if (push_buckets_pay(w, mean_column(Acsc))) s.buckets.emplace(Acsc, x, part, w);
+  else s.cuts.emplace(Acsc, x, part, w);
+  return s;
 }
 
 // Which accumulator a push uses (push_accumulate): chosen per chunk (kAuto), or forced by
@@ -227,14 +403,10 @@ template <class I, class V> inline bool push_dense_accumulator(const CsView<I, V
 
 // push_accumulate's walk over x's columns into the accumulator (Dense: the dense one), over
 // the output rows [r0, r1) only; returns the count of listed rows (0 when Dense). The whole
-// column where [r0, r1) is every row; else chunk c's part [lo, hi) of each column of x, from
-// PushCuts (a chunk without them is a bug). Two chunks once walked the two ends of each column
-// without cuts, forward while the row is below r1 and backward while it is at least r0: on
-// the AMD VM (x at 10% of a 600k-column A, 16 rows per column) each such chunk took 10-14 ms
-// against 12 ms for the serial call, its loop's end waiting on rows not yet loaded, while two
-// chunks with cuts took 1.1 ms (the cut pass) + 5.2-5.7 ms.
+// columns where [r0, r1) is every row; else chunk c's part of each of x's columns (PushCuts)
+// or its bucket of products (PushBuckets): a chunk with neither is a bug.
 template <class S, bool Dense, class I, class V>
-int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t c,
+int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushSplit<S, I, V>* split, int64_t c,
                   int64_t r0, int64_t r1, Scratch<I, V>& ws) {
   const int64_t m = Acsc.inner;
   V* acc = ws.acc.data();
@@ -246,11 +418,13 @@ int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Push
   const V* val = Acsc.val;
   // Columns [b, e) that begin with four consecutive rows (mesh matrices) are walked with such
   // runs done four products at a time (kernels/push_runs_avx2.hpp), where S and V have that
-  // form; the others one product at a time.
+  // form; the others one product at a time. The lambdas are forced inline: g++ has twice
+  // compiled them out of line when this function grew, a call per column of x (1.5-1.7x
+  // slower at one thread on x at 10% of a 600k-column A).
 #ifdef SJ_PUSH_RUNS_AVAILABLE
   const bool runs = push_runs::kVectorised<S, V> && push_runs::available();
 #endif
-  auto column = [&](int64_t b, int64_t e, V xj) {
+  auto column = [&](int64_t b, int64_t e, V xj) __attribute__((always_inline)) {
 #ifdef SJ_PUSH_RUNS_AVAILABLE
     if constexpr (push_runs::kVectorised<S, V>) {
       if (runs && e - b >= 4 && crd[b + 3] - crd[b] == 3) {
@@ -263,9 +437,11 @@ int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Push
   };
   const int64_t nx = x.nnz;
   if (r0 > 0 || r1 < m) {
-    if (!cuts) fail(SJ_ERR_INTERNAL, "push: a chunk of rows [", r0, ", ", r1, ") of ", m, " has no cuts");
-    const int64_t* lo = cuts->lo(c);
-    const int64_t* hi = cuts->hi(c);
+    if (split && split->buckets) return split->buckets->template add<Dense>(c, acc, mark, list, cnt);
+    if (!split || !split->cuts)
+      fail(SJ_ERR_INTERNAL, "push: a chunk of rows [", r0, ", ", r1, ") of ", m, " has neither cuts nor buckets");
+    const int64_t* lo = split->cuts->lo(c);
+    const int64_t* hi = split->cuts->hi(c);
     for (int64_t p = 0; p < nx; ++p) {
       if (p + kPushPrefetch < nx) {
         prefetch_line(crd + lo[p + kPushPrefetch]);
@@ -280,12 +456,12 @@ int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Push
   // several columns overlap (~1.5x on x at 10% of a 600k-column A, at 1 and 2 threads). The
   // prefetches are unconditional until the last 16 entries of x: the tests per entry of x
   // were a quarter of its own work (~30 instructions) on short columns.
-  auto ahead = [&](int64_t p) {
+  auto ahead = [&](int64_t p) __attribute__((always_inline)) {
     const int64_t at = pos[x.idx[p]];
     prefetch_line(crd + at);
     prefetch_line(val + at);
   };
-  auto step = [&](int64_t p) {
+  auto step = [&](int64_t p) __attribute__((always_inline)) {
     const int64_t j = x.idx[p];
     column(pos[j], pos[j + 1], x.val[p]);
   };
@@ -314,7 +490,7 @@ int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Push
 // to once per touched row where rows are touched in no pattern (luxembourg, x at 50%: 1.1 ms
 // sparse, 0.72 ms dense). y is bit for bit the same.
 template <class S, class I, class V, class Finish>
-void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t c,
+void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushSplit<S, I, V>* split, int64_t c,
                      int64_t r0, int64_t r1, PushAccumulator how, Finish&& finish) {
   const int64_t m = Acsc.inner;
   auto& ws = Scratch<I, V>::get();
@@ -323,12 +499,12 @@ void push_accumulate(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const P
     if (how == PushAccumulator::kDense ||
         (how == PushAccumulator::kAuto && push_dense_accumulator(Acsc, x.nnz, r0, r1))) {
       std::fill(ws.acc.data() + r0, ws.acc.data() + r1, ExactIdentity<S>::value());
-      push_walk<S, true>(Acsc, x, cuts, c, r0, r1, ws);
+      push_walk<S, true>(Acsc, x, split, c, r0, r1, ws);
       finish(static_cast<I*>(nullptr), int64_t{-1}, ws.acc.data(), ws.mark.data());
       return;
     }
   }
-  const int64_t cnt = push_walk<S, false>(Acsc, x, cuts, c, r0, r1, ws);
+  const int64_t cnt = push_walk<S, false>(Acsc, x, split, c, r0, r1, ws);
   finish(ws.list.data(), cnt, ws.acc.data(), ws.mark.data());
 }
 
@@ -348,19 +524,24 @@ inline Partition push_partition(const int64_t* row_pos, int64_t m, int64_t nx, i
   const double expected = push_expected_products(row_pos, m, nx, n);
   if (push_serial(expected, n, w)) return partition_by_prefix(nullptr, m, w, kPushSerialBasis);
   if (!worth_parallel(w, static_cast<int64_t>(expected))) return partition_by_prefix(nullptr, m, w, w.basis);
-  Partition p = partition_by_prefix(row_pos, m, w, "A's nnz per output row");
-  // Every chunk walks all of x's entries (a column's bounds, its first lines, the loop's end),
-  // and every chunk boundary costs a search of each column (PushCuts), so one chunk per
-  // thread, whatever the column lengths. On x at 10% of a 600k-column A (16 products per
-  // stored x) 2 threads took 6.2-8.1 ms with 2 chunks against 8.2-10.4 ms with 4 (the same
-  // process, alternated, nine calls each); with 256 per column (40k columns) 2.1-2.5 ms with
-  // 2 chunks against 3.3-3.7 ms with the 8 the products allowed before (1 thread: 2.7-3.0).
-  const int64_t k = w.threads;
-  if (p.chunks() > k) {
-    p = partition_into(row_pos, m, k);
-    w.basis = "A's nnz per output row, a chunk per thread (each walks all of x)";
+  if (push_buckets_pay(w, n > 0 ? double(row_pos[m]) / double(n) : 0)) {
+    // Chunks of equal A nnz, several per thread as for the other kernels, but no more than the
+    // expected products give work for: a chunk reads only its own bucket.
+    const ParallelTuning& t = parallel_tuning();
+    const int64_t per_chunk = std::max<int64_t>(1, t.min_chunk_work.load(std::memory_order_relaxed));
+    const int64_t k = std::min<int64_t>(int64_t(w.threads) * t.chunks_per_thread.load(std::memory_order_relaxed),
+                                        std::max<int64_t>(2, static_cast<int64_t>(expected) / per_chunk));
+    w.basis = "A's nnz per output row, x's products bucketed by chunk";
+    return partition_into(row_pos, m, k);
   }
-  return p;
+  // Cuts: every chunk walks all of x's entries (a column's bounds, its first lines, the loop's
+  // end), and every chunk boundary costs a search of each column, so one chunk per thread,
+  // whatever the column lengths. On x at 10% of a 600k-column A (16 products per stored x) 2
+  // threads took 6.2-8.1 ms with 2 chunks against 8.2-10.4 ms with 4 (the same process,
+  // alternated, nine calls each); with 256 per column (40k columns) 2.1-2.5 ms with 2 chunks
+  // against 3.3-3.7 ms with 8 (1 thread: 2.7-3.0).
+  w.basis = "A's nnz per output row, a chunk per thread (each walks all of x)";
+  return partition_into(row_pos, m, w.threads);
 }
 
 // The AVX2 sorting network (kernels/sort_network_avx2.hpp) for a touched list of n int32
@@ -519,11 +700,11 @@ inline int64_t count_marks(const uint8_t* mark, int64_t r0, int64_t r1) {
 // (below). place may throw (a result it allocates): the marks are cleared first, so the
 // thread's workspace stays ready for its next call.
 template <class S, class I, class V, class Place>
-int64_t push_chunk_sparse_placed(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts,
+int64_t push_chunk_sparse_placed(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushSplit<S, I, V>* split,
                                  int64_t chunk, int64_t r0, int64_t r1, Place&& place,
                                  PushAccumulator how = PushAccumulator::kAuto) {
   int64_t written = 0;
-  push_accumulate<S>(Acsc, x, cuts, chunk, r0, r1, how, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
+  push_accumulate<S>(Acsc, x, split, chunk, r0, r1, how, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
     // Touched rows in increasing order: read back from the marks when a good part of the
     // chunk's rows was touched (AVX2), or with the dense accumulator, which has only the
     // marks; else a sorting network (up to 256 int32 rows on AVX2, no branch on the data), a
@@ -602,9 +783,9 @@ int64_t push_chunk_sparse_placed(const CsView<I, V>& Acsc, const SpVecView<I, V>
 
 // The same into oi/ov, with room for r1 - r0 entries.
 template <class S, class I, class V>
-int64_t push_chunk_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t chunk,
+int64_t push_chunk_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushSplit<S, I, V>* split, int64_t chunk,
                           int64_t r0, int64_t r1, I* oi, V* ov, PushAccumulator how = PushAccumulator::kAuto) {
-  return push_chunk_sparse_placed<S, I, V>(Acsc, x, cuts, chunk, r0, r1, [&](int64_t) { return std::pair{oi, ov}; },
+  return push_chunk_sparse_placed<S, I, V>(Acsc, x, split, chunk, r0, r1, [&](int64_t) { return std::pair{oi, ov}; },
                                            how);
 }
 
@@ -612,18 +793,18 @@ int64_t push_chunk_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, co
 template <class S, class I, class V>
 void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part, Workers& w,
                  RowSink<I, V>& sink, PushAccumulator how = PushAccumulator::kAuto) {
-  const std::optional<PushCuts<I, V>> cuts = push_cuts(Acsc, x, part, w);
+  const PushSplit<S, I, V> split = push_split<S>(Acsc, x, part, w);
   run_sink_chunks(w, part, sink, [&](int64_t c, int64_t r0, int64_t r1) {
-    return push_chunk_sparse<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, sink.idx + r0, sink.val + r0, how);
+    return push_chunk_sparse<S>(Acsc, x, &split, c, r0, r1, sink.idx + r0, sink.val + r0, how);
   });
 }
 
 // Chunk `chunk` of a dense y: y[r0, r1), zero() where no product formed. y is written only
 // once the products are summed (its workspace sized), so a chunk that fails writes nothing.
 template <class S, class I, class V>
-void push_chunk_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushCuts<I, V>* cuts, int64_t chunk,
+void push_chunk_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const PushSplit<S, I, V>* split, int64_t chunk,
                       int64_t r0, int64_t r1, V* y, PushAccumulator how = PushAccumulator::kAuto) {
-  push_accumulate<S>(Acsc, x, cuts, chunk, r0, r1, how, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
+  push_accumulate<S>(Acsc, x, split, chunk, r0, r1, how, [&](I* list, int64_t cnt, V* acc, uint8_t* mark) {
     if (!list) {  // the dense accumulator
       for (int64_t i = r0; i < r1; ++i) {
         y[i] = mark[i] ? acc[i] : S::zero();
@@ -644,9 +825,9 @@ void push_chunk_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const 
 template <class S, class I, class V>
 void push_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, V* y, const Partition& part, Workers& w,
                 PushAccumulator how = PushAccumulator::kAuto) {
-  const std::optional<PushCuts<I, V>> cuts = push_cuts(Acsc, x, part, w);
+  const PushSplit<S, I, V> split = push_split<S>(Acsc, x, part, w);
   w.run_indexed(part, [&](int64_t c, int64_t r0, int64_t r1) {
-    push_chunk_dense<S>(Acsc, x, cuts ? &*cuts : nullptr, c, r0, r1, y, how);
+    push_chunk_dense<S>(Acsc, x, &split, c, r0, r1, y, how);
   });
 }
 

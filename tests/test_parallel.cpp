@@ -147,27 +147,40 @@ TEST(WorkPartition, ChunksCoverRowsAndBalanceWork) {
   }
 }
 
-// Push SpMSpV: every chunk walks all of x's columns, so a split call takes one chunk per
-// thread. A 600k x 600k A with 16 per row: x at 10% (16 products per stored x; 16 chunks made
-// 2 threads 3x slower than one, 4 were 1.2-1.4x slower than 2) and x at 100 of 1000 columns
-// (9600 products each) both get one chunk per thread; few products stay serial.
-TEST(WorkPartition, PushTakesOneChunkPerThread) {
+// Push SpMSpV chunks. Where cuts pay (few threads, long columns: push_buckets_pay) every chunk
+// walks all of x's columns, so a split call takes one chunk per thread: a 600k x 600k A with
+// 16 per row, x at 10% on 2 and 3 threads (16 chunks made 2 threads 3x slower than one, 4
+// were 1.2-1.4x slower than 2), and x at 100 of 1000 columns (9600 products each) on every
+// thread count. Where buckets pay (7 threads, 16 per column) a chunk reads only its bucket of
+// x's products, so the call takes chunks_per_thread chunks per thread, but no more than its
+// expected products (nnz(A) nx / n) fill: 320k products, just past min_parallel_work, give
+// 320k / min_chunk_work. Few products stay serial either way.
+TEST(WorkPartition, PushChunksFollowTheirWalk) {
   const int64_t m = 600000;
   std::vector<int64_t> row_pos(m + 1);
   for (int64_t i = 0; i <= m; ++i) row_pos[static_cast<size_t>(i)] = 16 * i;
+  const int per_thread = sj::parallel_tuning().chunks_per_thread.load();
+  const int64_t by_products = 320000 / sj::parallel_tuning().min_chunk_work.load();
   for (int threads : {2, 3, 7}) {
     sj::Workers w = sj::Workers::for_call(context(threads), 0);
-    EXPECT_EQ(sj::spmspv::push_partition(row_pos.data(), m, 60000, 600000, w).chunks(), threads);
+    const bool buckets = sj::spmspv::push_buckets_pay(w, 16.0);
+    EXPECT_EQ(buckets, threads == 7);
+    EXPECT_FALSE(sj::spmspv::push_buckets_pay(w, 9600.0));
+    const int64_t many = buckets ? threads * per_thread : threads;
+    EXPECT_EQ(sj::spmspv::push_partition(row_pos.data(), m, 60000, 600000, w).chunks(), many);
     EXPECT_EQ(sj::spmspv::push_partition(row_pos.data(), m, 600, 600000, w).chunks(), 1);
     const sj::Partition p = sj::spmspv::push_partition(row_pos.data(), m, 100, 1000, w);
     EXPECT_EQ(p.chunks(), threads);
     EXPECT_EQ(p.bounds.back(), m);
+    EXPECT_EQ(sj::spmspv::push_partition(row_pos.data(), m, 20000, 600000, w).chunks(),
+              buckets ? std::min<int64_t>(many, by_products) : threads);
   }
 }
 
-// Push SpMSpV over any cut of the rows gives the serial arrays: every chunk reads its part of
-// each column from PushCuts. Columns with rows only below, only at or above, or exactly on a
-// chunk's first row, empty columns, empty chunks.
+// Push SpMSpV over any cut of the rows gives the serial arrays, with cuts (each chunk walks its
+// part of each of x's columns) and with buckets (each chunk adds its bucket of products, in
+// increasing j). Columns with rows only below, only at or above, or exactly on a chunk's first
+// row, empty columns, empty chunks.
 TEST(WorkPartition, PushChunksMatchSerialAtEveryCut) {
   Rng rng(21);
   const int64_t m = 37, n = 23;  // A is m x n, given by column (CSC)
@@ -211,18 +224,24 @@ TEST(WorkPartition, PushChunksMatchSerialAtEveryCut) {
   ASSERT_FALSE(std::get<0>(want).empty());
   const std::vector<std::vector<int64_t>> cuts{{0, 18, m}, {0, 1, m}, {0, m - 1, m}, {0, 0, m}, {0, m, m},
                                                {0, 17, 19, m}, {0, 9, 18, 30, m}, {0, 18, 18, m}};
-  for (const auto& b : cuts)
-    for (int threads : {1, 2, 3}) {
-      sj::Partition part;
-      part.bounds.assign(b.begin(), b.end());
-      const auto got = run(part, threads);
-      EXPECT_EQ(std::get<0>(got), std::get<0>(want)) << b.size() - 1 << " chunks, " << b[1] << ", " << threads << " threads";
-      EXPECT_EQ(std::get<1>(got), std::get<1>(want)) << b.size() - 1 << " chunks, " << b[1];
-      EXPECT_EQ(std::get<2>(got), std::get<2>(want)) << b.size() - 1 << " chunks, " << b[1];
-    }
-  // Some of the rows without cuts is a bug, refused before any row is marked (either end of
-  // the rows), as are cuts for a partition that does not cover every row; the next call on
-  // this thread's workspace still gives y.
+  auto& split = sj::parallel_tuning().push_split;
+  for (int how : {2, 1})  // buckets at every thread count, then cuts at every one
+    for (const auto& b : cuts)
+      for (int threads : {1, 2, 3}) {
+        split = how;
+        sj::Partition part;
+        part.bounds.assign(b.begin(), b.end());
+        const auto got = run(part, threads);
+        const std::string what = std::string(how == 2 ? "buckets, " : "cuts, ") + std::to_string(b.size() - 1) +
+                                 " chunks, " + std::to_string(b[1]) + ", " + std::to_string(threads) + " threads";
+        EXPECT_EQ(std::get<0>(got), std::get<0>(want)) << what;
+        EXPECT_EQ(std::get<1>(got), std::get<1>(want)) << what;
+        EXPECT_EQ(std::get<2>(got), std::get<2>(want)) << what;
+      }
+  split = 0;
+  // Some of the rows with neither cuts nor buckets is a bug, refused before any row is marked
+  // (either end of the rows), as are cuts or buckets for a partition that does not cover every
+  // row; the next call on this thread's workspace still gives y.
   std::vector<int32_t> oi(m);
   std::vector<double> ov(m);
   auto status_of = [](const std::function<void()>& call) {
@@ -238,6 +257,7 @@ TEST(WorkPartition, PushChunksMatchSerialAtEveryCut) {
   partial.bounds = {5, 18, 30};
   sj::Workers w1 = sj::Workers::for_call(context(1), 0);
   EXPECT_EQ(status_of([&] { sj::spmspv::PushCuts<int32_t, double>(A, x, partial, w1); }), SJ_ERR_INTERNAL);
+  EXPECT_EQ(status_of([&] { sj::spmspv::PushBuckets<S, int32_t, double>(A, x, partial, w1); }), SJ_ERR_INTERNAL);
   EXPECT_EQ(run(serial, 1), want);
 }
 
