@@ -1,16 +1,18 @@
 // Parallel scaling (issue 6): each operation (and three index-notation expressions) with 1 and
-// 2 threads, ours (through the C API, a plan executed repeatedly, schedule chosen by the
-// planner) against SuiteSparse:GraphBLAS
-// with the same thread count (GxB_NTHREADS), and SpGEMM on a skewed power-law input with
-// static row partitioning (one equal-row chunk per thread) against our dynamic work-balanced
-// chunks. Prints one table.
+// 2 threads (or the counts --threads lists), ours (through the C API, a plan executed
+// repeatedly, schedule chosen by the planner) against SuiteSparse:GraphBLAS with the same
+// thread count (GxB_NTHREADS), push SpMSpV split by cuts against buckets, and SpGEMM on a
+// skewed power-law input with static row partitioning (one equal-row chunk per thread) against
+// our dynamic work-balanced chunks.
 //
 // Timing: WALL clock (threads), interleaved rounds (every system once per round, so load on
 // the shared machine hits all alike), one warm-up, median of >= 7 rounds. The load average is
 // printed before and after: numbers taken under load are noisy, and say so.
 //
-// Options: --quick (smaller inputs), --rounds N, --only TEXT (only the operations whose name
-// contains TEXT, and no skewed-input table unless TEXT is "skewed").
+// Options: --quick (smaller inputs), --large (about 3x larger: inputs over 10 ms for machines
+// with many cores), --threads 1,2,4,... (thread counts, default 1,2; the first is the
+// speed-up's base), --rounds N, --only TEXT (only the operations whose name contains TEXT, and
+// neither the push table nor the skewed-input one unless TEXT is "push" or "skewed").
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,9 +21,11 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sparsejit/sparsejit.h"
+#include "kernels/spmspv_kernels.hpp"
 #include "src/work_partition.hpp"
 #include "tests/random_matrices.hpp"
 
@@ -95,10 +99,10 @@ Csr skewed_rows(sj::test::Rng& rng, int64_t n, double total_nnz) {
 struct Ours {
   sj_context* ctx = nullptr;
   std::vector<sj_tensor*> handles;
-  Ours() {
+  explicit Ours(int threads) {
     sj_config c;
     sj_config_init(&c);
-    c.threads = 2;
+    c.threads = threads;  // the pool's size: the most any call below asks for
     c.disable_disk_cache = 1;
     sj_context_create(&c, &ctx);
   }
@@ -230,30 +234,97 @@ std::function<void()> with_grb_threads(int threads, std::function<void()> f) {
 }
 #endif
 
+std::vector<int> g_threads{1, 2};  // --threads: the counts timed; the first is the speed-up's base
+
 struct Row {
   std::string op, input, schedule;
-  double ours1 = NAN, ours2 = NAN, grb1 = NAN, grb2 = NAN;
+  std::vector<double> ours, grb;  // median ms at each of g_threads (grb empty without GraphBLAS)
 };
 
+// One cell per thread count: "ms (speed-up over the first count)".
+std::string cells(const std::vector<double>& ms) {
+  std::string s;
+  char buf[64];
+  for (size_t i = 0; i < g_threads.size(); ++i) {
+    if (i < ms.size()) std::snprintf(buf, sizeof buf, " %.2f (%.2fx) |", ms[i], ms[0] / ms[i]);
+    else std::snprintf(buf, sizeof buf, " - |");
+    s += buf;
+  }
+  return s;
+}
+
 void print(const std::vector<Row>& rows) {
-  std::printf("\n| operation | input | our schedule | ours 1T ms | ours 2T ms | ours 2T speed-up | "
-              "GrB 1T ms | GrB 2T ms | GrB speed-up | ours/GrB at 2T |\n");
-  std::printf("|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (auto& r : rows)
-    std::printf("| %s | %s | %s | %.2f | %.2f | %.2fx (eff %.0f%%) | %.2f | %.2f | %.2fx | %.2f |\n", r.op.c_str(),
-                r.input.c_str(), r.schedule.c_str(), r.ours1, r.ours2, r.ours1 / r.ours2, 50.0 * r.ours1 / r.ours2,
-                r.grb1, r.grb2, r.grb1 / r.grb2, r.ours2 / r.grb2);
+  std::string head = "\n| operation | input | our schedule | system |", rule = "|---|---|---|---|";
+  for (int t : g_threads) {
+    head += " " + std::to_string(t) + "T ms (speed-up) |";
+    rule += "---:|";
+  }
+  std::printf("%s ours/GrB at %dT |\n%s---:|\n", head.c_str(), g_threads.back(), rule.c_str());
+  for (auto& r : rows) {
+    const double ratio = r.grb.empty() ? NAN : r.ours.back() / r.grb.back();
+    std::printf("| %s | %s | %s | ours |%s %.2f |\n", r.op.c_str(), r.input.c_str(), r.schedule.c_str(),
+                cells(r.ours).c_str(), ratio);
+    if (!r.grb.empty()) std::printf("| | | | GrB |%s |\n", cells(r.grb).c_str());
+  }
+}
+
+// "1,2,4" -> {1, 2, 4}; exits on anything else (a benchmark's flags, so no recovery).
+std::vector<int> parse_threads(const char* text) {
+  std::vector<int> t;
+  for (const char* p = text; *p;) {
+    char* end = nullptr;
+    const long v = std::strtol(p, &end, 10);
+    if (end == p || v < 1 || v > 4096) {
+      std::fprintf(stderr, "--threads wants counts like 1,2,4 (got %s)\n", text);
+      std::exit(2);
+    }
+    t.push_back(static_cast<int>(v));
+    p = *end == ',' ? end + 1 : end;
+  }
+  if (t.empty()) std::exit(2);
+  return t;
 }
 
 std::string g_only;  // --only: a substring of the operation names to run
 bool selected(const std::string& op) { return g_only.empty() || op.find(g_only) != std::string::npos; }
 
+// Times one operation: ours (make(threads, schedule) returns a plan's execution) and, when
+// `grb` is set, GraphBLAS, at every count of g_threads, all interleaved in one time_all.
+Row time_row(const std::string& op, const std::string& input, const std::function<void()>& grb,
+             const std::function<std::function<void()>(int, std::string*)>& make) {
+  Row r{op, input, ""};
+  std::vector<std::function<void()>> sys;
+  for (int t : g_threads) sys.push_back(make(t, sys.empty() ? &r.schedule : nullptr));
+#ifdef SJ_BENCH_HAVE_GRAPHBLAS
+  if (grb)
+    for (int t : g_threads) sys.push_back(with_grb_threads(t, grb));
+#endif
+  const auto t = time_all(sys);
+  const size_t k = g_threads.size();
+  r.ours.assign(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(k));
+  if (t.size() > k) r.grb.assign(t.begin() + static_cast<std::ptrdiff_t>(k), t.end());
+  // The progress line holds every median, so a run cut short still leaves its numbers.
+  std::string line = "  " + op + " (" + r.schedule + "), " + input + ", ms at";
+  for (int n : g_threads) line += " " + std::to_string(n) + "T";
+  line += ": ours";
+  char buf[32];
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (i == k) line += "; GrB";
+    std::snprintf(buf, sizeof buf, " %.2f", t[i]);
+    line += buf;
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, large = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--large")) large = true;
+    else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) g_threads = parse_threads(argv[++i]);
     else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) g_rounds = std::max(3, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
   }
@@ -266,18 +337,18 @@ int main(int argc, char** argv) {
   std::printf("(GraphBLAS not found: its columns are empty)\n");
 #endif
   sj::test::Rng rng(2026);
-  const int64_t n = quick ? 20000 : 60000;
-  Ours ours;
+  const int64_t n = quick ? 20000 : large ? 200000 : 60000;
+  Ours ours(*std::max_element(g_threads.begin(), g_threads.end()));
   std::vector<Row> rows;
 
   const Csr uni = sj::test::random_uniform<int32_t, double>(rng, n, n, 12.0 / static_cast<double>(n));
   const Csr pl = sj::test::random_power_law<int32_t, double>(rng, n, n, 12.0, 1.4);
-  const int64_t nv = quick ? 200000 : 600000;
+  const int64_t nv = quick ? 200000 : large ? 2000000 : 600000;
   const Csr big = sj::test::random_uniform<int32_t, double>(rng, nv, nv, 16.0 / static_cast<double>(nv));
   const auto xs = sj::test::random_sparse_vector<int32_t, double>(rng, nv, 0.1);
   const std::vector<double> xd = sj::test::random_dense_vector<double>(rng, nv);
   const Csr big2 = sj::test::random_uniform<int32_t, double>(rng, nv, nv, 16.0 / static_cast<double>(nv));
-  const Csr skew = skewed_rows(rng, quick ? 20000 : 50000, quick ? 300000.0 : 900000.0);
+  const Csr skew = skewed_rows(rng, quick ? 20000 : large ? 150000 : 50000, quick ? 300000.0 : large ? 2700000.0 : 900000.0);
 
   sj_tensor* hu = ours.csr(uni);
   sj_tensor* hp = ours.csr(pl);
@@ -337,45 +408,29 @@ int main(int argc, char** argv) {
       GrB_Matrix_free(&C);
     };
   };
-#define GRB(x) x
+#define WITH_GRB(x) x
 #else
-#define GRB(x) std::function<void()>()
+#define WITH_GRB(x) std::function<void()>()
 #endif
   const std::string nu = "uniform " + std::to_string(n) + "^2, 12/row";
   const std::string np = "power-law " + std::to_string(n) + "^2, 12/row";
   const std::string nb = "uniform " + std::to_string(nv) + "^2, 16/row";
-  opsv.push_back({"SpGEMM A*A", nu, SJ_OP_SPGEMM, {hu, hu}, 0, GRB(mxm(gu, gu, nullptr))});
-  opsv.push_back({"SpGEMM A*A", np, SJ_OP_SPGEMM, {hp, hp}, 0, GRB(mxm(gp, gp, nullptr))});
-  opsv.push_back({"SpGEMM A*A, values only", nu, SJ_OP_SPGEMM, {hu, hu}, 0, GRB(mxm(gu, gu, nullptr)), true});
-  opsv.push_back({"masked SpGEMM A<A>=A*A", np, SJ_OP_SPGEMM_MASKED, {hp, hp, hp}, 0, GRB(mxm(gp, gp, gp))});
-  opsv.push_back({"SpMSpV A*x, x 10%", nb, SJ_OP_SPMSPV, {hb, hx}, 0, GRB(mxv(gb, gx))});
-  opsv.push_back({"SpMV A*x", nb, SJ_OP_SPMV, {hb, hxd}, 0, GRB(mxv(gb, gxd))});
-  opsv.push_back({"ewise A.*B", nb, SJ_OP_EWISE_MULT, {hb, hb2}, 0, GRB(ewise(gb, gb2, false, false))});
-  opsv.push_back({"ewise A+B", nb, SJ_OP_EWISE_ADD, {hb, hb2}, 0, GRB(ewise(gb, gb2, true, false))});
-  opsv.push_back({"ewise A.*B^T", np, SJ_OP_EWISE_MULT, {hp, hp}, 1, GRB(ewise(gp, gp, false, true))});
-  opsv.push_back({"ewise A+B^T", np, SJ_OP_EWISE_ADD, {hp, hp}, 1, GRB(ewise(gp, gp, true, true))});
+  opsv.push_back({"SpGEMM A*A", nu, SJ_OP_SPGEMM, {hu, hu}, 0, WITH_GRB(mxm(gu, gu, nullptr))});
+  opsv.push_back({"SpGEMM A*A", np, SJ_OP_SPGEMM, {hp, hp}, 0, WITH_GRB(mxm(gp, gp, nullptr))});
+  opsv.push_back({"SpGEMM A*A, values only", nu, SJ_OP_SPGEMM, {hu, hu}, 0, WITH_GRB(mxm(gu, gu, nullptr)), true});
+  opsv.push_back({"masked SpGEMM A<A>=A*A", np, SJ_OP_SPGEMM_MASKED, {hp, hp, hp}, 0, WITH_GRB(mxm(gp, gp, gp))});
+  opsv.push_back({"SpMSpV A*x, x 10%", nb, SJ_OP_SPMSPV, {hb, hx}, 0, WITH_GRB(mxv(gb, gx))});
+  opsv.push_back({"SpMV A*x", nb, SJ_OP_SPMV, {hb, hxd}, 0, WITH_GRB(mxv(gb, gxd))});
+  opsv.push_back({"ewise A.*B", nb, SJ_OP_EWISE_MULT, {hb, hb2}, 0, WITH_GRB(ewise(gb, gb2, false, false))});
+  opsv.push_back({"ewise A+B", nb, SJ_OP_EWISE_ADD, {hb, hb2}, 0, WITH_GRB(ewise(gb, gb2, true, false))});
+  opsv.push_back({"ewise A.*B^T", np, SJ_OP_EWISE_MULT, {hp, hp}, 1, WITH_GRB(ewise(gp, gp, false, true))});
+  opsv.push_back({"ewise A+B^T", np, SJ_OP_EWISE_ADD, {hp, hp}, 1, WITH_GRB(ewise(gp, gp, true, true))});
 
-  for (auto& o : opsv) {
-    if (!selected(o.op)) continue;
-    Row r{o.op, o.input, ""};
-    std::vector<std::function<void()>> sys{ours.plan(o.code, o.ops, 1, o.transpose_b, &r.schedule, o.keep_structure),
-                                           ours.plan(o.code, o.ops, 2, o.transpose_b, nullptr, o.keep_structure)};
-#ifdef SJ_BENCH_HAVE_GRAPHBLAS
-    if (have_grb) {
-      sys.push_back(with_grb_threads(1, o.grb));
-      sys.push_back(with_grb_threads(2, o.grb));
-    }
-#endif
-    const auto t = time_all(sys);
-    r.ours1 = t[0];
-    r.ours2 = t[1];
-    if (t.size() > 2) {
-      r.grb1 = t[2];
-      r.grb2 = t[3];
-    }
-    rows.push_back(r);
-    std::fprintf(stderr, "  %s (%s): %.2f / %.2f ms\n", r.op.c_str(), r.schedule.c_str(), r.ours1, r.ours2);
-  }
+  for (auto& o : opsv)
+    if (selected(o.op))
+      rows.push_back(time_row(o.op, o.input, o.grb, [&](int threads, std::string* schedule) {
+        return ours.plan(o.code, o.ops, threads, o.transpose_b, schedule, o.keep_structure);
+      }));
   // Index notation (issue 6 item 3): the outermost loop split where the dependence test allows.
   struct Ein {
     std::string op, input;
@@ -385,53 +440,63 @@ int main(int argc, char** argv) {
     std::function<void()> grb;
   };
   std::vector<Ein> einv;
-  einv.push_back({"einsum y(i)=A(i,k)*x(k)", nb, "y(i) = A(i,k) * x(k)", {hb, hxd}, "dense", GRB(mxv(gb, gxd))});
-  einv.push_back({"einsum C(i,j)=A(i,k)*B(k,j)", nu, "C(i,j) = A(i,k) * B(k,j)", {hu, hu}, "csr", GRB(mxm(gu, gu, nullptr))});
-  einv.push_back({"einsum C(i,j)=A(i,k)*B(k,j)", np, "C(i,j) = A(i,k) * B(k,j)", {hp, hp}, "csr", GRB(mxm(gp, gp, nullptr))});
+  einv.push_back({"einsum y(i)=A(i,k)*x(k)", nb, "y(i) = A(i,k) * x(k)", {hb, hxd}, "dense", WITH_GRB(mxv(gb, gxd))});
+  einv.push_back({"einsum C(i,j)=A(i,k)*B(k,j)", nu, "C(i,j) = A(i,k) * B(k,j)", {hu, hu}, "csr", WITH_GRB(mxm(gu, gu, nullptr))});
+  einv.push_back({"einsum C(i,j)=A(i,k)*B(k,j)", np, "C(i,j) = A(i,k) * B(k,j)", {hp, hp}, "csr", WITH_GRB(mxm(gp, gp, nullptr))});
   einv.push_back({"einsum Z(i,j)=A(i,j)*B(i,j)", nb, "Z(i,j) = A(i,j) * B(i,j)", {hb, hb2}, "csr",
-                  GRB(ewise(gb, gb2, false, false))});
-  for (auto& o : einv) {
-    if (!selected(o.op)) continue;
-    Row r{o.op, o.input, ""};
-    std::vector<std::function<void()>> sys{ours.einsum(o.expr, o.ops, o.out_format, 1, &r.schedule),
-                                           ours.einsum(o.expr, o.ops, o.out_format, 2, nullptr)};
-#ifdef SJ_BENCH_HAVE_GRAPHBLAS
-    if (have_grb) {
-      sys.push_back(with_grb_threads(1, o.grb));
-      sys.push_back(with_grb_threads(2, o.grb));
-    }
-#endif
-    const auto t = time_all(sys);
-    r.ours1 = t[0];
-    r.ours2 = t[1];
-    if (t.size() > 2) {
-      r.grb1 = t[2];
-      r.grb2 = t[3];
-    }
-    rows.push_back(r);
-    std::fprintf(stderr, "  %s (%s): %.2f / %.2f ms\n", r.op.c_str(), r.schedule.c_str(), r.ours1, r.ours2);
-  }
+                  WITH_GRB(ewise(gb, gb2, false, false))});
+  for (auto& o : einv)
+    if (selected(o.op))
+      rows.push_back(time_row(o.op, o.input, o.grb, [&](int threads, std::string* schedule) {
+        return ours.einsum(o.expr, o.ops, o.out_format, threads, schedule);
+      }));
   print(rows);
 
-  // Static vs dynamic on the skewed input (heavy rows first): SpGEMM A*A, 2 threads.
+  // Push SpMSpV split by cuts of x's columns against buckets of x's products
+  // (kernels/spmspv_kernels.hpp, push_buckets_pay), at each thread count past the first.
+  if (g_only.empty() || g_only == "push") {
+    auto& split = sj::parallel_tuning().push_split;
+    std::vector<std::function<void()>> sys{ours.plan(SJ_OP_SPMSPV, {hb, hx}, g_threads.front(), 0, nullptr)};
+    for (size_t i = 1; i < g_threads.size(); ++i) {
+      auto p = ours.plan(SJ_OP_SPMSPV, {hb, hx}, g_threads[i], 0, nullptr);
+      sys.push_back([&split, p] { split = 1; p(); split = 0; });
+      sys.push_back([&split, p] { split = 2; p(); split = 0; });
+    }
+    const auto t = time_all(sys);
+    std::printf("\nPush SpMSpV A*x, x 10%% (%s), %.2f ms at %dT; the rule takes buckets from %g threads on:\n",
+                nb.c_str(), t[0], g_threads.front(), 16.0 / sj::spmspv::kBucketColumnPerThread);
+    std::printf("| threads | cuts ms | speed-up | buckets ms | speed-up |\n|---:|---:|---:|---:|---:|\n");
+    for (size_t i = 1; i < g_threads.size(); ++i)
+      std::printf("| %d | %.2f | %.2fx | %.2f | %.2fx |\n", g_threads[i], t[2 * i - 1], t[0] / t[2 * i - 1], t[2 * i],
+                  t[0] / t[2 * i]);
+  }
+  // Static vs dynamic on the skewed input (heavy rows first): SpGEMM A*A at each thread count
+  // past the first, against the first.
   if (!g_only.empty() && g_only != "skewed") return 0;
   auto& tune = sj::parallel_tuning();
   std::string sched;
-  auto one = ours.plan(SJ_OP_SPGEMM, {hs, hs}, 1, 0, &sched);
-  auto two = ours.plan(SJ_OP_SPGEMM, {hs, hs}, 2, 0, nullptr);
-  auto stat = [&] {
-    tune.mode = static_cast<int>(sj::PartitionMode::StaticRows);
-    two();
-    tune.mode = static_cast<int>(sj::PartitionMode::Dynamic);
-  };
-  const auto t = time_all({one, stat, two});
-  std::printf("\nSkewed rows (row i has ~1/(i+1)^0.8 of the entries; %lld rows, %lld nnz), SpGEMM A*A (%s):\n",
-              static_cast<long long>(skew.outer), static_cast<long long>(skew.crd.size()), sched.c_str());
-  std::printf("| partition | 1T ms | 2T ms | speed-up |\n|---|---:|---:|---:|\n");
-  std::printf("| static (equal rows per thread) | %.2f | %.2f | %.2fx |\n", t[0], t[1], t[0] / t[1]);
-  std::printf("| dynamic (work-balanced chunks) | %.2f | %.2f | %.2fx |\n", t[0], t[2], t[0] / t[2]);
-  std::printf("\nbench_parallel: load average after: %s (2 cores; medians of %d interleaved rounds)\n",
-              loadavg().c_str(), g_rounds);
+  std::vector<std::function<void()>> sys{ours.plan(SJ_OP_SPGEMM, {hs, hs}, g_threads.front(), 0, &sched)};
+  for (size_t i = 1; i < g_threads.size(); ++i) {
+    auto dynamic = ours.plan(SJ_OP_SPGEMM, {hs, hs}, g_threads[i], 0, nullptr);
+    sys.push_back([&tune, dynamic] {
+      tune.mode = static_cast<int>(sj::PartitionMode::StaticRows);
+      dynamic();
+      tune.mode = static_cast<int>(sj::PartitionMode::Dynamic);
+    });
+    sys.push_back(dynamic);
+  }
+  const auto t = time_all(sys);
+  std::printf("\nSkewed rows (row i has ~1/(i+1)^0.8 of the entries; %lld rows, %lld nnz), SpGEMM A*A (%s), "
+              "%.2f ms at %dT:\n",
+              static_cast<long long>(skew.outer), static_cast<long long>(skew.crd.size()), sched.c_str(), t[0],
+              g_threads.front());
+  std::printf("| threads | static (equal rows per thread) ms | speed-up | dynamic (work-balanced chunks) ms | "
+              "speed-up |\n|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 1; i < g_threads.size(); ++i)
+    std::printf("| %d | %.2f | %.2fx | %.2f | %.2fx |\n", g_threads[i], t[2 * i - 1], t[0] / t[2 * i - 1], t[2 * i],
+                t[0] / t[2 * i]);
+  std::printf("\nbench_parallel: load average after: %s (%u hardware threads; medians of %d interleaved rounds)\n",
+              loadavg().c_str(), std::thread::hardware_concurrency(), g_rounds);
 #ifdef SJ_BENCH_HAVE_GRAPHBLAS
   GrB_Matrix_free(&gu);
   GrB_Matrix_free(&gp);
