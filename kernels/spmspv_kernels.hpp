@@ -61,12 +61,15 @@ template <class I, class V> struct Scratch {
     static thread_local Scratch s;
     return tls_pinned(s);
   }
+  // Each array grows on its own test: after a failed resize (bad_alloc to the caller) the next
+  // call must not trust one array's size for the others.
   void need_staging(int64_t n) {
-    if (static_cast<int64_t>(stage_row.size()) < n) {
-      stage_row.resize(static_cast<size_t>(n));
-      stage_prod.resize(static_cast<size_t>(n));
-      stage_chunk.resize(static_cast<size_t>(n));
-    }
+    grow(stage_row, n);
+    grow(stage_prod, n);
+    grow(stage_chunk, n);
+  }
+  template <class T> static void grow(std::vector<T>& v, int64_t n, T fill = T{}) {
+    if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n), fill);
   }
   uint64_t* need_bits(int64_t m) {
     const size_t words = static_cast<size_t>(m >> 6) + 1;
@@ -74,15 +77,11 @@ template <class I, class V> struct Scratch {
     return bits.data();
   }
   void need(int64_t n_acc, int64_t n_list) {
-    if (static_cast<int64_t>(acc.size()) < n_acc) {
-      acc.resize(n_acc);
-      mark.resize(n_acc, 0);
-    }
-    if (static_cast<int64_t>(list.size()) < n_list) {
-      list.resize(n_list);
-      outv.resize(n_list);
-      outi.resize(n_list);
-    }
+    grow(acc, n_acc);
+    grow(mark, n_acc, uint8_t{0});
+    grow(list, n_list);
+    grow(outv, n_list);
+    grow(outi, n_list);
   }
 };
 
@@ -267,8 +266,9 @@ template <class S, class I, class V> class PushBuckets {
     };
     // x in runs: several per thread (taken as threads free up), and enough that a run's
     // columns (~kRunProducts products) stay in cache between its count and its writes.
-    const int64_t expected = Acsc.outer > 0 ? (pos[Acsc.outer] - pos[0]) * nx / Acsc.outer : 0;
-    runs_ = std::clamp<int64_t>(std::max<int64_t>(4 * int64_t(w.threads), expected / kRunProducts), 1,
+    const double expected = mean_column(Acsc) * static_cast<double>(nx);  // (nnz nx overflows int64)
+    const double by_products = std::min(expected / kRunProducts, static_cast<double>(kMaxRuns));
+    runs_ = std::clamp<int64_t>(std::max<int64_t>(4 * int64_t(w.threads), static_cast<int64_t>(by_products)), 1,
                                 std::max<int64_t>(1, std::min(nx, kMaxRuns)));
     Partition px;  // (not partition_even: explain keeps the row basis)
     px.bounds.resize(static_cast<size_t>(runs_) + 1);
@@ -524,6 +524,8 @@ inline Partition push_partition(const int64_t* row_pos, int64_t m, int64_t nx, i
   const double expected = push_expected_products(row_pos, m, nx, n);
   if (push_serial(expected, n, w)) return partition_by_prefix(nullptr, m, w, kPushSerialBasis);
   if (!worth_parallel(w, static_cast<int64_t>(expected))) return partition_by_prefix(nullptr, m, w, w.basis);
+  if (static_cast<PartitionMode>(parallel_tuning().mode.load(std::memory_order_relaxed)) == PartitionMode::StaticRows)
+    return partition_by_prefix(row_pos, m, w, "A's nnz per output row");  // the ablation's equal rows
   if (push_buckets_pay(w, n > 0 ? double(row_pos[m]) / double(n) : 0)) {
     // Chunks of equal A nnz, several per thread as for the other kernels, but no more than the
     // expected products give work for: a chunk reads only its own bucket.

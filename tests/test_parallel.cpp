@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -147,6 +148,37 @@ TEST(WorkPartition, ChunksCoverRowsAndBalanceWork) {
   }
 }
 
+// Push SpMSpV over `part` on `threads` threads, sparse y then dense y: the sparse indices, and
+// the bits of the sparse values followed by the dense ones (-0.0 and 0.0 told apart).
+template <class I>
+std::pair<std::vector<I>, std::vector<uint64_t>> push_sparse_and_dense(const sj::CsView<I, double>& A,
+                                                                       const sj::SpVecView<I, double>& x,
+                                                                       const sj::Partition& part, int threads) {
+  const int64_t m = A.inner;
+  sj::Workers w = sj::Workers::for_call(context(threads), 0);
+  std::vector<I> idx(m);
+  std::vector<double> v(m), dense(m);
+  sj::spmspv::RowSink<I, double> sink;
+  sink.idx = idx.data();
+  sink.val = v.data();
+  sj::spmspv::push_sparse<sj::PlusTimes<double>>(A, x, part, w, sink);
+  std::vector<I> oi(sink.count);
+  std::vector<double> ov(sink.count);
+  sink.gather(oi.data(), ov.data());
+  sj::spmspv::push_dense<sj::PlusTimes<double>>(A, x, dense.data(), part, w);
+  std::vector<uint64_t> bits;
+  for (double d : ov) bits.push_back(std::bit_cast<uint64_t>(d));
+  for (double d : dense) bits.push_back(std::bit_cast<uint64_t>(d));
+  return {oi, bits};
+}
+
+// Forces how a split push reads x for one scope (ParallelTuning::push_split), restored even
+// when an assertion throws.
+struct ForcePushSplit {
+  explicit ForcePushSplit(int how) { sj::parallel_tuning().push_split = how; }
+  ~ForcePushSplit() { sj::parallel_tuning().push_split = 0; }
+};
+
 // Push SpMSpV chunks. Where cuts pay (few threads, long columns: push_buckets_pay) every chunk
 // walks all of x's columns, so a split call takes one chunk per thread: a 600k x 600k A with
 // 16 per row, x at 10% on 2 and 3 threads (16 chunks made 2 threads 3x slower than one, 4
@@ -204,41 +236,25 @@ TEST(WorkPartition, PushChunksMatchSerialAtEveryCut) {
   for (int32_t j = 0; j < n; ++j)
     if (j == 5 || j == 7 || j == 8 || j == 9 || rng.uniform01() < 0.6) xi.push_back(j), xv.push_back(0.3 + 0.1 * j);
   const sj::SpVecView<int32_t, double> x{n, static_cast<int64_t>(xi.size()), xi.data(), xv.data()};
-  auto run = [&](const sj::Partition& part, int threads) {
-    sj::Workers w = sj::Workers::for_call(context(threads), 0);
-    std::vector<int32_t> idx(m);
-    std::vector<double> v(m), dense(m);
-    sj::spmspv::RowSink<int32_t, double> sink;
-    sink.idx = idx.data();
-    sink.val = v.data();
-    sj::spmspv::push_sparse<sj::PlusTimes<double>>(A, x, part, w, sink);
-    std::vector<int32_t> oi(sink.count);
-    std::vector<double> ov(sink.count);
-    sink.gather(oi.data(), ov.data());
-    sj::spmspv::push_dense<sj::PlusTimes<double>>(A, x, dense.data(), part, w);
-    return std::make_tuple(oi, ov, dense);
-  };
+  auto run = [&](const sj::Partition& part, int threads) { return push_sparse_and_dense(A, x, part, threads); };
   sj::Partition serial;
   serial.bounds = {0, m};
   const auto want = run(serial, 1);
-  ASSERT_FALSE(std::get<0>(want).empty());
+  ASSERT_FALSE(want.first.empty());
   const std::vector<std::vector<int64_t>> cuts{{0, 18, m}, {0, 1, m}, {0, m - 1, m}, {0, 0, m}, {0, m, m},
                                                {0, 17, 19, m}, {0, 9, 18, 30, m}, {0, 18, 18, m}};
-  auto& split = sj::parallel_tuning().push_split;
   for (int how : {2, 1})  // buckets at every thread count, then cuts at every one
     for (const auto& b : cuts)
       for (int threads : {1, 2, 3}) {
-        split = how;
+        ForcePushSplit force(how);
         sj::Partition part;
         part.bounds.assign(b.begin(), b.end());
         const auto got = run(part, threads);
         const std::string what = std::string(how == 2 ? "buckets, " : "cuts, ") + std::to_string(b.size() - 1) +
                                  " chunks, " + std::to_string(b[1]) + ", " + std::to_string(threads) + " threads";
-        EXPECT_EQ(std::get<0>(got), std::get<0>(want)) << what;
-        EXPECT_EQ(std::get<1>(got), std::get<1>(want)) << what;
-        EXPECT_EQ(std::get<2>(got), std::get<2>(want)) << what;
+        EXPECT_EQ(got.first, want.first) << what;
+        EXPECT_EQ(got.second, want.second) << what;
       }
-  split = 0;
   // Some of the rows with neither cuts nor buckets is a bug, refused before any row is marked
   // (either end of the rows), as are cuts or buckets for a partition that does not cover every
   // row; the next call on this thread's workspace still gives y.
@@ -259,6 +275,50 @@ TEST(WorkPartition, PushChunksMatchSerialAtEveryCut) {
   EXPECT_EQ(status_of([&] { sj::spmspv::PushCuts<int32_t, double>(A, x, partial, w1); }), SJ_ERR_INTERNAL);
   EXPECT_EQ(status_of([&] { sj::spmspv::PushBuckets<S, int32_t, double>(A, x, partial, w1); }), SJ_ERR_INTERNAL);
   EXPECT_EQ(run(serial, 1), want);
+}
+
+// Bucketed push on a tall A (70001 rows: the row -> chunk table then covers 8 rows a block, so
+// chunk ends inside a block are stepped over) with both index types, 200 rows per column and x
+// at 60% (~360k products, ~5 a row: the dense accumulator on the large chunks, the sparse one
+// on the small), and
+// -0.0 and 0.0 among the values: sparse and dense y bit for bit the serial ones, over cuts
+// with an empty chunk, a one-row chunk and unaligned ends, and over the partition push_partition
+// makes for 3 threads.
+template <class I> void push_buckets_match_serial() {
+  Rng rng(33);
+  const int64_t m = 70001, n = 3000;
+  auto csc = sj::test::random_uniform<I, double>(rng, n, m, 200.0 / static_cast<double>(m));  // outer = columns
+  for (size_t q = 0; q < csc.val.size(); q += 7) csc.val[q] = q % 14 ? -0.0 : 0.0;
+  const sj::CsView<I, double> A{n, m, csc.pos.data(), csc.crd.data(), csc.val.data()};
+  std::vector<I> xi;
+  std::vector<double> xv;
+  for (int64_t j = 0; j < n; ++j)
+    if (rng.uniform01() < 0.6) xi.push_back(static_cast<I>(j)), xv.push_back(j % 9 ? 0.25 * static_cast<double>(j % 13) - 1 : -0.0);
+  const sj::SpVecView<I, double> x{n, static_cast<int64_t>(xi.size()), xi.data(), xv.data()};
+  std::vector<int64_t> row_pos(m + 1, 0);  // A's CSR positions, for push_partition
+  for (I i : csc.crd) ++row_pos[static_cast<size_t>(i) + 1];
+  for (int64_t i = 0; i < m; ++i) row_pos[i + 1] += row_pos[i];
+  auto run = [&](const sj::Partition& part, int threads) { return push_sparse_and_dense(A, x, part, threads); };
+  sj::Partition serial;
+  serial.bounds = {0, m};
+  const auto want = run(serial, 1);
+  ASSERT_GT(want.first.size(), static_cast<size_t>(m / 2));
+  ForcePushSplit buckets(2);
+  std::vector<sj::Partition> parts(2);
+  parts[0].bounds = {0, 4100, 4100, 20000, 20001, 65539, m};
+  sj::Workers w3 = sj::Workers::for_call(context(3), 0);
+  parts[1] = sj::spmspv::push_partition(row_pos.data(), m, x.nnz, n, w3);
+  ASSERT_GT(parts[1].chunks(), 3);
+  for (const auto& part : parts)
+    for (int threads : {1, 3}) {
+      const auto got = run(part, threads);
+      EXPECT_EQ(got.first, want.first) << part.chunks() << " chunks, " << threads << " threads";
+      EXPECT_EQ(got.second, want.second) << part.chunks() << " chunks, " << threads << " threads";
+    }
+}
+TEST(WorkPartition, PushBucketsMatchSerialOnTallInputsBothIndexTypes) {
+  push_buckets_match_serial<int32_t>();
+  push_buckets_match_serial<int64_t>();
 }
 
 // Row i holds columns (i*7 + t) % cols for t < i % 6: the pieces and two-pass assembly give
