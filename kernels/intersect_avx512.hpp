@@ -1,0 +1,58 @@
+// Intersection of two sorted, duplicate-free int32 segments sixteen coordinates at a time
+// (AVX-512F), emitting each shared coordinate with the product of its two values, in
+// increasing order: the block scheme of the LLVM loop nests' SIMD lane (jit/llvm_backend.cpp,
+// gen_simd_lane). A block of up to 16 coordinates from each side is loaded (a masked load
+// when fewer are left; missing lanes read -1 on a's side and -2 on b's, which match nothing),
+// every pair is compared (a's block against each of b's coordinates, broadcast), the
+// matches are emitted in a's lane order, and each block whose last coordinate is not beyond
+// the other's is advanced. A partial block needs no scalar epilogue, and the loop has no
+// branch on the coordinates' interleaving.
+//
+// Why: the element-wise product's scalar merge (ewise_kernels.hpp) takes a dependent,
+// branch-free step per coordinate. On two 200k x 200k uniform matrices with 16 per row the
+// index-notation Z(i,j) = A(i,j) * B(i,j), which runs this scheme, took 4-8 ms against 20 ms
+// for sj_plan_execute of the element-wise product.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace sj::intersect_avx512 {
+
+// Whether this CPU runs the block intersection (checked once).
+inline bool available() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+
+// The shared coordinates of a[0, la) and b[0, lb) to oc, S::mul(a's value, b's value) to ov;
+// returns how many.
+template <class S, class V>
+[[gnu::target("avx512f")]] int64_t mult(const int32_t* ac, const V* av, int64_t la, const int32_t* bc, const V* bv,
+                                         int64_t lb, int32_t* oc, V* ov) {
+  const __m512i pad_a = _mm512_set1_epi32(-1), pad_b = _mm512_set1_epi32(-2);
+  int64_t pa = 0, pb = 0, q = 0;
+  while (pa < la && pb < lb) {
+    const int64_t na = la - pa < 16 ? la - pa : 16, nb = lb - pb < 16 ? lb - pb : 16;
+    const __mmask16 ma = static_cast<__mmask16>((uint32_t{1} << na) - 1);
+    const __mmask16 mb = static_cast<__mmask16>((uint32_t{1} << nb) - 1);
+    const __m512i va = _mm512_mask_loadu_epi32(pad_a, ma, ac + pa);
+    const __m512i vb = _mm512_mask_loadu_epi32(pad_b, mb, bc + pb);
+    __mmask16 hit = 0;
+    for (int64_t j = 0; j < nb; ++j) hit = static_cast<__mmask16>(hit | _mm512_cmpeq_epi32_mask(va, _mm512_set1_epi32(bc[pb + j])));
+    for (uint32_t h = hit; h; h &= h - 1) {
+      const int la_lane = __builtin_ctz(h);
+      const int32_t c = ac[pa + la_lane];
+      const int lb_lane = __builtin_ctz(_mm512_mask_cmpeq_epi32_mask(mb, vb, _mm512_set1_epi32(c)));
+      oc[q] = c;
+      ov[q] = S::mul(av[pa + la_lane], bv[pb + lb_lane]);
+      ++q;
+    }
+    const int32_t last_a = ac[pa + na - 1], last_b = bc[pb + nb - 1];
+    if (last_a <= last_b) pa += na;
+    if (last_b <= last_a) pb += nb;
+  }
+  return q;
+}
+
+}  // namespace sj::intersect_avx512
