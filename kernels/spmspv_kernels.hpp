@@ -17,7 +17,8 @@
 //
 // Threads (src/work_partition.hpp): every kernel splits the OUTPUT rows into chunks by
 // estimated work (A's nnz per row) and each chunk computes its rows exactly as the serial
-// loop does: push adds the chunk's bucket of x's products, filled by all threads in
+// loop does: push walks its part of each of x's columns (cut once per column at every chunk's
+// first row, PushCuts) or adds its bucket of x's products, filled by all threads in
 // increasing j (PushBuckets), into the running thread's accumulator. A sparse y is
 // collected per chunk at the chunk's own rows of the capacity-m sink (at most one entry per
 // row), and the chunks' segments are joined in row order. So y does not depend on the thread
@@ -148,10 +149,29 @@ inline bool push_buckets_pay(const Workers& w, double mean_column) {
     default: return w.threads > 1 && double(w.threads) * kBucketColumnPerThread >= mean_column;
   }
 }
+// A's mean column length, from its nnz and column count (push_partition has A's CSR
+// positions, the push itself the CSC form).
+inline double mean_column(int64_t nnz, int64_t columns) { return columns > 0 ? double(nnz) / double(columns) : 0; }
 template <class I, class V> double mean_column(const CsView<I, V>& Acsc) {
-  return Acsc.outer > 0 ? double(Acsc.pos[Acsc.outer] - Acsc.pos[0]) / double(Acsc.outer) : 0;
+  return mean_column(Acsc.pos[Acsc.outer] - Acsc.pos[0], Acsc.outer);
 }
 
+// x's entries [0, nx) in `runs` runs of equal count (one empty run when x is empty). Not
+// partition_even: that one sets explain's basis, which stays the push's row basis.
+inline Partition x_runs(int64_t nx, int64_t runs) {
+  runs = std::max<int64_t>(1, runs);
+  Partition px;
+  px.bounds.resize(static_cast<size_t>(runs) + 1);
+  for (int64_t r = 0; r <= runs; ++r) px.bounds[static_cast<size_t>(r)] = nx * r / runs;
+  return px;
+}
+// Runs body(run, p0, p1) over the runs of x, leaving explain's chunk count (the push's row
+// chunks, not these runs) as it was.
+template <class Body> void over_x_runs(Workers& w, const Partition& px, Body&& body) {
+  const int64_t row_chunks = w.chunks;
+  w.run_indexed(px, body);
+  w.chunks = row_chunks;
+}
 
 // Parallel push: the columns of x's entries cut at every chunk's first row, in one pass split
 // over x among the threads, so that each column is looked up and searched once, not once per
@@ -170,12 +190,8 @@ template <class I, class V> class PushCuts {
     const int64_t* pos = Acsc.pos;
     const I* crd = Acsc.crd;
     int64_t* cut = cut_.get();
-    Partition px;  // x in equal runs, two per thread (not partition_even: explain keeps the row basis)
-    const int64_t runs = std::min<int64_t>(nx, 2 * int64_t(w.threads));
-    px.bounds.resize(static_cast<size_t>(std::max<int64_t>(1, runs)) + 1);
-    for (int64_t r = 0; r <= runs; ++r) px.bounds[static_cast<size_t>(r)] = runs ? nx * r / runs : 0;
-    const int64_t row_chunks = w.chunks;  // explain reports the push's chunks, not this pass's runs
-    w.run(px, [&](int64_t p0, int64_t p1) {
+    // x in equal runs, two per thread
+    over_x_runs(w, x_runs(nx, std::min<int64_t>(nx, 2 * int64_t(w.threads))), [&](int64_t, int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
         // The column bounds 16 entries ahead, then both ends of the column's rows 8 ahead:
         // the search below reads them, and they are the pass's misses (without this prefetch
@@ -210,7 +226,6 @@ template <class I, class V> class PushCuts {
         }
       }
     });
-    w.chunks = row_chunks;
   }
   const int64_t* lo(int64_t c) const { return cut_.get() + c * nx_; }
   const int64_t* hi(int64_t c) const { return cut_.get() + (c + 1) * nx_; }
@@ -270,14 +285,11 @@ template <class S, class I, class V> class PushBuckets {
     const double by_products = std::min(expected / kRunProducts, static_cast<double>(kMaxRuns));
     runs_ = std::clamp<int64_t>(std::max<int64_t>(4 * int64_t(w.threads), static_cast<int64_t>(by_products)), 1,
                                 std::max<int64_t>(1, std::min(nx, kMaxRuns)));
-    Partition px;  // (not partition_even: explain keeps the row basis)
-    px.bounds.resize(static_cast<size_t>(runs_) + 1);
-    for (int64_t r = 0; r <= runs_; ++r) px.bounds[static_cast<size_t>(r)] = nx * r / runs_;
-    const int64_t row_chunks = w.chunks;  // explain reports the push's chunks, not the runs
+    const Partition px = x_runs(nx, runs_);
     // Each run's products, then where each run's products start (prefix).
     ScratchArray<int64_t> run_start(static_cast<size_t>(runs_) + 1);
     int64_t* start = run_start.get();
-    w.run_indexed(px, [&](int64_t r, int64_t p0, int64_t p1) {
+    over_x_runs(w, px, [&](int64_t r, int64_t p0, int64_t p1) {
       int64_t t = 0;
       for (int64_t p = p0; p < p1; ++p) t += pos[x.idx[p] + 1] - pos[x.idx[p]];
       start[r + 1] = t;
@@ -289,8 +301,7 @@ template <class S, class I, class V> class PushBuckets {
     seg_ = ScratchArray<int64_t>(static_cast<size_t>(runs_ * (k + 1)));
     I* out_row = row_.get();
     V* out_prod = prod_.get();
-
-    w.run_indexed(px, [&](int64_t r, int64_t p0, int64_t p1) {
+    over_x_runs(w, px, [&](int64_t r, int64_t p0, int64_t p1) {
       // One pass over the run's columns (their misses overlapped by the look-ahead below)
       // writes each product, its row and its chunk to this thread's staging arrays and counts
       // the chunks; a second, sequential pass over the staging arrays writes them to the
@@ -332,7 +343,6 @@ template <class S, class I, class V> class PushBuckets {
         out_prod[at] = sprod[u];
       }
     });
-    w.chunks = row_chunks;
   }
   // Adds chunk c's products into the accumulator in increasing j (push_runs::add_one; Dense:
   // the dense one); returns the new count of listed rows. Kept out of push_walk's serial loop.
@@ -526,7 +536,7 @@ inline Partition push_partition(const int64_t* row_pos, int64_t m, int64_t nx, i
   if (!worth_parallel(w, static_cast<int64_t>(expected))) return partition_by_prefix(nullptr, m, w, w.basis);
   if (static_cast<PartitionMode>(parallel_tuning().mode.load(std::memory_order_relaxed)) == PartitionMode::StaticRows)
     return partition_by_prefix(row_pos, m, w, "A's nnz per output row");  // the ablation's equal rows
-  if (push_buckets_pay(w, n > 0 ? double(row_pos[m]) / double(n) : 0)) {
+  if (push_buckets_pay(w, mean_column(row_pos[m] - row_pos[0], n))) {
     // Chunks of equal A nnz, several per thread as for the other kernels, but no more than the
     // expected products give work for: a chunk reads only its own bucket.
     const ParallelTuning& t = parallel_tuning();
