@@ -5,7 +5,9 @@
 //   assemble_by_pieces   one pass: each chunk writes its rows into the result at their per-row
 //                        upper bound's offset; the chunks are moved down over the gaps in row
 //                        order, each once the chunks before it are done (while later chunks
-//                        are still filling). One chunk writes straight in.
+//                        are still filling), and those left when all are filled by all the
+//                        threads together (or copied to an exact-size result in parallel).
+//                        One chunk writes straight in.
 //   assemble_two_pass    symbolic counts per row -> prefix sum -> numeric fill at the final
 //                        positions; for outputs whose upper bound would be too large.
 //   assemble_serial      the one-chunk case, for a serial caller that knows only the total bound.
@@ -70,6 +72,9 @@ Tensor assemble_serial(int64_t rows, int64_t cols, int64_t bound, int64_t slack,
   return E;
 }
 
+// Entries a join copies with all threads; fewer are copied by the calling thread.
+inline constexpr int64_t kParallelCopyMin = int64_t(1) << 16;
+
 // fill(r0, r1, I* oc, V* ov, int64_t* ends) writes rows [r0, r1) back to back from oc/ov,
 // sets ends[r] (absolute row r) to the end of row r relative to oc, and returns the count.
 // bound_prefix: rows + 1 entries, a prefix sum of per-row upper bounds; `slack` entries of
@@ -94,34 +99,42 @@ Tensor assemble_by_pieces(Workers& w, const Partition& p, int64_t rows, int64_t 
   V* val = C.values.template as_mut<V>();
   pos[0] = 0;
   auto start = [&](int64_t c) { return bound_prefix[p.begin(c)] - base + c * slack; };
-  // Each chunk is moved down to its final place (and its rows' ends made absolute) as soon as
-  // every earlier chunk is done, by the thread that completes that prefix, one chunk at a time
-  // in order: the moves overlap the later chunks' fills, where after all of them they ran on
-  // one thread (4-5 ms of a 42 ms 2-thread SpGEMM of 8.6M entries). Chunk c's destination lies
-  // below start(c + 1), where no later chunk writes, and overlaps only the sources of earlier
-  // chunks, already moved.
-  std::vector<int64_t> count(static_cast<size_t>(k), -1);  // entries of each finished chunk
+  // While chunks are still being filled, each is moved down to its final place (and its rows'
+  // ends made absolute) as soon as every earlier chunk is done, by the thread that completes
+  // that prefix, one chunk at a time in order: the moves overlap the later chunks' fills, where
+  // after all of them they ran on one thread (4-5 ms of a 42 ms 2-thread SpGEMM of 8.6M
+  // entries). Chunk c's destination lies below start(c + 1), where no later chunk writes, and
+  // overlaps only the sources of earlier chunks, already moved. Once every chunk is filled, the
+  // chunks not yet moved are left to the threads together (below): one thread moving them all
+  // was the floor of many-thread calls whose fill is cheap next to the output (A+B of 19M
+  // entries: ~10 ms of memmove, 25 ms at 16 threads).
+  std::vector<int64_t> at(static_cast<size_t>(k) + 1, -1);  // at[c + 1]: entries of finished chunk c
+  at[0] = 0;
   std::mutex mutex;
-  int64_t next = 0, nnz = 0;  // the next chunk to move, and where it goes
-  bool moving = false;        // a thread is moving chunks (then the others only record theirs)
+  int64_t next = 0, nnz = 0, filled = 0;  // the next chunk to move, where it goes; chunks filled
+  bool moving = false;                    // a thread is moving chunks (then the others only record theirs)
+  auto fix_ends = [&](int64_t c, int64_t offset) {
+    if (offset)
+      for (int64_t r = p.begin(c); r < p.end(c); ++r) pos[r + 1] += offset;
+  };
   auto move_down = [&](int64_t c, int64_t n) {
     const int64_t from = start(c);
     if (from != nnz && n > 0) {
       std::memmove(crd + nnz, crd + from, sizeof(I) * static_cast<size_t>(n));
       std::memmove(val + nnz, val + from, sizeof(V) * static_cast<size_t>(n));
     }
-    if (nnz)
-      for (int64_t r = p.begin(c); r < p.end(c); ++r) pos[r + 1] += nnz;
+    fix_ends(c, nnz);
     nnz += n;
   };
   w.run_indexed(p, [&](int64_t c, int64_t b, int64_t e) {  // rows' ends relative to the chunk
     const int64_t n = fill(b, e, crd + start(c), val + start(c), pos + 1);
     std::unique_lock lock(mutex);
-    count[c] = n;
+    at[c + 1] = n;
+    ++filled;
     if (moving) return;
     moving = true;
-    while (next < k && count[next] >= 0) {
-      const int64_t m = next, entries = count[m];
+    while (next < k && at[next + 1] >= 0 && filled < k) {
+      const int64_t m = next, entries = at[m + 1];
       lock.unlock();
       move_down(m, entries);
       lock.lock();
@@ -129,12 +142,77 @@ Tensor assemble_by_pieces(Workers& w, const Partition& p, int64_t rows, int64_t 
     }
     moving = false;
   });
-  if (!shrink || nnz * 2 >= capacity || capacity < 1024) return C;
-  Tensor E = make_compressed_matrix(alloc, true, rows, cols, nnz, it, vt);
-  std::memcpy(E.levels[1].pos.mutable_data(), pos, sizeof(int64_t) * static_cast<size_t>(rows + 1));
-  std::memcpy(E.levels[1].crd.mutable_data(), crd, sizeof(I) * static_cast<size_t>(nnz));
-  std::memcpy(E.values.mutable_data(), val, sizeof(V) * static_cast<size_t>(nnz));
-  return E;
+  // Chunks [0, next) are in place; the others still at start(c). at[c]: where chunk c goes.
+  for (int64_t c = 0; c < k; ++c) at[c + 1] += at[c];
+  const int64_t total = at[k];
+  auto source = [&](int64_t c) { return c < next ? at[c] : start(c); };
+  // A parallel loop over the chunks for copies of many entries; a plain one for a few (waking
+  // the threads costs microseconds).
+  auto over_chunks = [&](int64_t entries, auto&& body) {
+    if (entries >= kParallelCopyMin) w.run_indexed(p, body);
+    else
+      for (int64_t c = 0; c < k; ++c) body(c, p.begin(c), p.end(c));
+  };
+  if (shrink && total * 2 < capacity && capacity >= 1024) {
+    // Each chunk is copied from where it lies to its place in the exact-size result, in
+    // parallel: no chunk has to be moved down first.
+    Tensor E = make_compressed_matrix(alloc, true, rows, cols, total, it, vt);
+    int64_t* epos = E.levels[1].pos.template as_mut<int64_t>();
+    I* ecrd = E.levels[1].crd.template as_mut<I>();
+    V* eval = E.values.template as_mut<V>();
+    epos[0] = 0;
+    over_chunks(total, [&](int64_t c, int64_t b, int64_t e) {
+      const int64_t from = source(c), to = at[c], n = at[c + 1] - to;
+      if (n > 0) {
+        std::memcpy(ecrd + to, crd + from, sizeof(I) * static_cast<size_t>(n));
+        std::memcpy(eval + to, val + from, sizeof(V) * static_cast<size_t>(n));
+      }
+      const int64_t offset = c < next ? 0 : to;  // moved chunks' ends are absolute already
+      for (int64_t r = b; r < e; ++r) epos[r + 1] = pos[r + 1] + offset;
+    });
+    return E;
+  }
+  // The chunks not yet moved, by all threads: chunk c's entries that land below its source
+  // (its head: the first min(n, start(c) - at[c])) overlap earlier chunks' sources, so they are
+  // first copied aside; the rest move down within the chunk's own source, which no other chunk
+  // reads or writes. Once all have done so, the heads are written to their places. Worth it
+  // when the heads are few (a tight bound: A+B, B o A^T); a loose one (SpGEMM's multiply
+  // counts) would copy most of the output aside, so those chunks move in order on this thread.
+  std::vector<int64_t> head(static_cast<size_t>(k) + 1, 0);
+  for (int64_t c = 0; c < k; ++c)
+    head[c + 1] = head[c] + (c < next ? 0 : std::min(at[c + 1] - at[c], start(c) - at[c]));
+  if (next == k) return C;
+  const int64_t unmoved = total - at[next];
+  if (head[k] * 8 > unmoved || unmoved < kParallelCopyMin) {
+    for (int64_t c = next; c < k; ++c) move_down(c, at[c + 1] - at[c]);
+    return C;
+  }
+  ScratchArray<I> head_crd;
+  ScratchArray<V> head_val;
+  if (head[k] > 0) {
+    head_crd = ScratchArray<I>(static_cast<size_t>(head[k]));
+    head_val = ScratchArray<V>(static_cast<size_t>(head[k]));
+  }
+  over_chunks(unmoved, [&](int64_t c, int64_t, int64_t) {
+    if (c < next) return;
+    const int64_t from = start(c), to = at[c], n = at[c + 1] - to, h = head[c + 1] - head[c];
+    if (h > 0) {
+      std::memcpy(head_crd.get() + head[c], crd + from, sizeof(I) * static_cast<size_t>(h));
+      std::memcpy(head_val.get() + head[c], val + from, sizeof(V) * static_cast<size_t>(h));
+    }
+    if (n > h && h > 0) {  // entries [h, n) go to [to + h, to + n) = [from, from + n - h)
+      std::memmove(crd + from, crd + from + h, sizeof(I) * static_cast<size_t>(n - h));
+      std::memmove(val + from, val + from + h, sizeof(V) * static_cast<size_t>(n - h));
+    }
+    fix_ends(c, to);
+  });
+  for (int64_t c = next; c < k; ++c) {  // at most an eighth of the entries
+    const int64_t h = head[c + 1] - head[c];
+    if (h == 0) continue;
+    std::memcpy(crd + at[c], head_crd.get() + head[c], sizeof(I) * static_cast<size_t>(h));
+    std::memcpy(val + at[c], head_val.get() + head[c], sizeof(V) * static_cast<size_t>(h));
+  }
+  return C;
 }
 
 // count(r0, r1, int64_t* counts) sets counts[r] to the length of row r, for r in [r0, r1);

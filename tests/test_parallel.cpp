@@ -424,6 +424,68 @@ TEST(SparseAssembly, PiecesFinishingInAnyOrderAreJoinedInRowOrder) {
   }
 }
 
+// Joins large enough to be copied by all the threads (kParallelCopyMin entries): chunks left
+// unmoved when the last one is filled are moved by all threads (tight bounds: only the heads
+// that land below a chunk's source are copied aside), copied in parallel to an exact-size
+// result (shrink, a loose bound), or moved in order (a loose bound without shrink); with gaps
+// that put whole chunks below their source. Every way gives the one-thread arrays.
+TEST(SparseAssembly, LargeJoinsMovedByAllThreadsMatchSerial) {
+  SplitSmallInputs split;
+  const int64_t rows = 60000, cols = 1000;
+  std::vector<int64_t> len(rows);
+  Rng rng(11);
+  for (int64_t i = 0; i < rows; ++i) len[i] = (i / 5000) % 4 == 3 ? 0 : static_cast<int64_t>(rng.next() % 7);
+  for (int64_t i = 55000; i < rows; ++i) len[i] = i % 100 == 0;  // few entries, for gaps 3
+  ASSERT_GT([&] { int64_t n = 0; for (int64_t l : len) n += l; return n; }(), 2 * sj::kParallelCopyMin);
+  double salt = 0;  // differs between the (gaps, shrink) cases: no case finds another's values in reused memory
+  auto fill_rows = [&](int64_t r0, int64_t r1, int32_t* oc, double* ov, int64_t* ends, int order) {
+    if (order == 1 && r0 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // nothing moves early
+    if (order == 2) std::this_thread::sleep_for(std::chrono::microseconds((r0 * 7919) % 300));
+    int64_t q = 0;
+    for (int64_t i = r0; i < r1; ++i) {
+      for (int64_t t = 0; t < len[i]; ++t, ++q) {
+        oc[q] = static_cast<int32_t>((i * 13 + t) % cols);
+        ov[q] = static_cast<double>(i) + 0.125 * static_cast<double>(t) + salt;
+      }
+      ends[i] = q;
+    }
+    return q;
+  };
+  // Gaps: 0 tight (one spare entry every 97 rows), 1 loose (3x + 1), 2 mostly tight with
+  // bursts of up to 400 spare entries, 3 tight but 3 spare per row from row 55000 on (chunks
+  // there land wholly below their source: all head).
+  for (int gaps : {0, 1, 2, 3}) {
+    std::vector<int64_t> bound(rows + 1, 0);
+    Rng g(29);
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t spare = gaps == 0   ? (i % 97 == 0)
+                            : gaps == 1 ? 2 * len[i] + 1
+                            : gaps == 2 ? (g.next() % 500 == 0 ? g.next() % 400 : 0)
+                                        : 3 * (i >= 55000);
+      bound[i + 1] = bound[i] + len[i] + spare;
+    }
+    for (bool shrink : {false, true}) {
+      salt += 1e6;
+      auto build = [&](int threads, int order) {
+        sj::Workers w = sj::Workers::for_call(context(threads), 0);
+        const sj::Partition p = sj::partition_by_prefix(bound.data(), rows, w, "test");
+        if (threads > 1) EXPECT_GT(p.chunks(), 2);
+        return sj::assemble_by_pieces<int32_t, double>(
+            w, p, rows, cols, bound.data(), 0, sj::default_allocator(), sj::ValueType::F64, shrink,
+            [&](int64_t r0, int64_t r1, int32_t* oc, double* ov, int64_t* ends) { return fill_rows(r0, r1, oc, ov, ends, order); });
+      };
+      // Every result is kept to the end, so that none is built in memory an equal one left.
+      std::vector<Tensor> built{build(1, 0)};
+      for (int threads : {2, 3, 7})
+        for (int order : {0, 1, 2}) {
+          built.push_back(build(threads, order));
+          EXPECT_TRUE(same_bits(built.front(), built.back()))
+              << threads << " threads, order " << order << ", gaps " << gaps << ", shrink " << shrink;
+        }
+    }
+  }
+}
+
 // ---- every operation and schedule, 1/2/3/7 threads ------------------------------------------
 
 sj_op_options options(sj_schedule s, bool dense = false, bool tb = false) {
