@@ -153,6 +153,18 @@ Tensor StreamingAssembler::finish_pieces(const std::vector<std::unique_ptr<Strea
     }
     val_at[c + 1] = val_at[c] + static_cast<int64_t>(q.values.size());
   }
+  // Pieces of a split outer dense loop count disjoint, increasing ranges of dense positions:
+  // each worker then writes the first level's positions of its own range (and of the gap
+  // before it) from its piece's entry offset, instead of one thread counting, summing and
+  // prefix-summing every dense position (three passes over the rows of Z = A .* B).
+  bool ranges_apart = true;
+  for (size_t c = 0, end = 0; c < k; ++c) {
+    const StreamingAssembler& q = *pieces[c];
+    ranges_apart &= q.dense_base >= static_cast<int64_t>(end);
+    end = static_cast<size_t>(q.dense_base) + q.first_counts.size();
+    ranges_apart &= static_cast<int64_t>(end) <= total_dense;
+  }
+  auto range_end = [&](size_t c) { return pieces[c]->dense_base + static_cast<int64_t>(pieces[c]->first_counts.size()); };
   Tensor t = empty_result(spec, first.dims, it, vt);
   for (int l = D; l < r; ++l) {
     Level& lv = t.levels[l];
@@ -161,7 +173,7 @@ Tensor StreamingAssembler::finish_pieces(const std::vector<std::unique_ptr<Strea
     lv.crd = Buffer::allocate_array(alloc, crd_at[k][l], static_cast<size_t>(index_size(it)));
     int64_t* pp = lv.pos.as_mut<int64_t>();
     pp[npos - 1] = crd_at[k][l];
-    if (l == D) {  // counts per dense position (one shared counter without dense levels), prefix-summed
+    if (l == D && !ranges_apart) {  // counts per dense position (one shared counter without dense levels), prefix-summed
       std::vector<int64_t> counts(static_cast<size_t>(total_dense), 0);
       for (auto& q : pieces)
         for (size_t i = 0; i < q->first_counts.size(); ++i) counts[static_cast<size_t>(q->dense_base) + i] += q->first_counts[i];
@@ -172,6 +184,16 @@ Tensor StreamingAssembler::finish_pieces(const std::vector<std::unique_ptr<Strea
   t.values = Buffer::allocate_array(alloc, val_at[k], static_cast<size_t>(value_size(vt)));
   w.run_indexed(part, [&](int64_t c, int64_t, int64_t) {
     const StreamingAssembler& q = *pieces[c];
+    if (ranges_apart) {  // the first level's positions from the end of piece c - 1's range to the end of c's
+      int64_t* pp = t.levels[D].pos.as_mut<int64_t>();
+      int64_t run = crd_at[c][D];
+      const int64_t gap_from = c == 0 ? 0 : range_end(static_cast<size_t>(c) - 1);
+      for (int64_t i = gap_from; i < q.dense_base; ++i) pp[i + 1] = run;
+      if (c == 0) pp[0] = 0;
+      for (size_t i = 0; i < q.first_counts.size(); ++i) pp[q.dense_base + static_cast<int64_t>(i) + 1] = run += q.first_counts[i];
+      if (static_cast<size_t>(c) + 1 == k)
+        for (int64_t i = range_end(static_cast<size_t>(c)); i < total_dense; ++i) pp[i + 1] = run;
+    }
     with_types(it, vt, [&](auto i, auto v) {
       using I = decltype(i);
       using V = decltype(v);

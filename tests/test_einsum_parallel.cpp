@@ -268,6 +268,25 @@ TEST(ParallelEinsum, AssemblerPiecesJoinToTheWhole) {
     Workers w = Workers::for_call(context(3), 0);
     const Tensor got = StreamingAssembler::finish_pieces(pieces, w, part, IndexType::I32, ValueType::F64, default_allocator());
     EXPECT_TRUE(identical(want, got)) << f;
+    // Pieces whose row ranges leave gaps between them and at the end (rows no piece counts):
+    // the first level's positions there repeat the running count.
+    const int64_t ranges[][2] = {{0, 1}, {3, 7}, {8, 9}, {20, 23}, {30, 35}};
+    auto covered = [&](int64_t row) {
+      for (auto& g : ranges)
+        if (row >= g[0] && row < g[1]) return true;
+      return false;
+    };
+    StreamingAssembler partial(spec, dims);
+    for (auto& e : entries)
+      if (covered(e[0])) partial.emit(&partial, e.data(), static_cast<double>(e[0] * 100 + e[1]));
+    const Tensor want_gaps = partial.finish(IndexType::I32, ValueType::F64, default_allocator());
+    std::vector<std::unique_ptr<StreamingAssembler>> gapped;
+    for (auto& g : ranges) {
+      gapped.push_back(std::make_unique<StreamingAssembler>(spec, dims, g[0], g[1]));
+      feed(*gapped.back(), g[0], g[1]);
+    }
+    const Tensor got_gaps = StreamingAssembler::finish_pieces(gapped, w, part, IndexType::I32, ValueType::F64, default_allocator());
+    EXPECT_TRUE(identical(want_gaps, got_gaps)) << f << ", pieces with gaps";
   }
 }
 
