@@ -463,8 +463,10 @@ int main(int argc, char** argv) {
       sys.push_back([&split, p] { split = 2; p(); split = 0; });
     }
     const auto t = time_all(sys);
-    std::printf("\nPush SpMSpV A*x, x 10%% (%s), %.2f ms at %dT; the rule takes buckets from %g threads on:\n",
-                nb.c_str(), t[0], g_threads.front(), 16.0 / sj::spmspv::kBucketColumnPerThread);
+    // A is square: its mean column length is its mean row length.
+    const double column = sj::spmspv::mean_column(static_cast<int64_t>(big.crd.size()), big.inner);
+    std::printf("\nPush SpMSpV A*x, x 10%% (%s), %.2f ms at %dT; the rule takes buckets from %d threads on:\n",
+                nb.c_str(), t[0], g_threads.front(), static_cast<int>(std::ceil(column / sj::spmspv::kBucketColumnPerThread)));
     std::printf("| threads | cuts ms | speed-up | buckets ms | speed-up |\n|---:|---:|---:|---:|---:|\n");
     for (size_t i = 1; i < g_threads.size(); ++i)
       std::printf("| %d | %.2f | %.2fx | %.2f | %.2fx |\n", g_threads[i], t[2 * i - 1], t[0] / t[2 * i - 1], t[2 * i],
