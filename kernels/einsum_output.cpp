@@ -157,14 +157,12 @@ Tensor StreamingAssembler::finish_pieces(const std::vector<std::unique_ptr<Strea
   // each worker then writes the first level's positions of its own range (and of the gap
   // before it) from its piece's entry offset, instead of one thread counting, summing and
   // prefix-summing every dense position (three passes over the rows of Z = A .* B).
-  bool ranges_apart = true;
-  for (size_t c = 0, end = 0; c < k; ++c) {
-    const StreamingAssembler& q = *pieces[c];
-    ranges_apart &= q.dense_base >= static_cast<int64_t>(end);
-    end = static_cast<size_t>(q.dense_base) + q.first_counts.size();
-    ranges_apart &= static_cast<int64_t>(end) <= total_dense;
-  }
   auto range_end = [&](size_t c) { return pieces[c]->dense_base + static_cast<int64_t>(pieces[c]->first_counts.size()); };
+  bool ranges_apart = true;
+  for (size_t c = 0; c < k; ++c) {
+    ranges_apart &= pieces[c]->dense_base >= (c == 0 ? 0 : range_end(c - 1));
+    ranges_apart &= range_end(c) <= total_dense;
+  }
   Tensor t = empty_result(spec, first.dims, it, vt);
   for (int l = D; l < r; ++l) {
     Level& lv = t.levels[l];
@@ -174,11 +172,10 @@ Tensor StreamingAssembler::finish_pieces(const std::vector<std::unique_ptr<Strea
     int64_t* pp = lv.pos.as_mut<int64_t>();
     pp[npos - 1] = crd_at[k][l];
     if (l == D && !ranges_apart) {  // counts per dense position (one shared counter without dense levels), prefix-summed
-      std::vector<int64_t> counts(static_cast<size_t>(total_dense), 0);
+      std::fill(pp, pp + npos, int64_t(0));  // summed in place: no per-call array of the rows
       for (auto& q : pieces)
-        for (size_t i = 0; i < q->first_counts.size(); ++i) counts[static_cast<size_t>(q->dense_base) + i] += q->first_counts[i];
-      pp[0] = 0;
-      for (int64_t i = 0; i < total_dense; ++i) pp[i + 1] = pp[i] + counts[static_cast<size_t>(i)];
+        for (size_t i = 0; i < q->first_counts.size(); ++i) pp[q->dense_base + static_cast<int64_t>(i) + 1] += q->first_counts[i];
+      for (int64_t i = 0; i < total_dense; ++i) pp[i + 1] += pp[i];
     }
   }
   t.values = Buffer::allocate_array(alloc, val_at[k], static_cast<size_t>(value_size(vt)));

@@ -7,7 +7,8 @@
 //                        order, each once the chunks before it are done (while later chunks
 //                        are still filling), and those left when all are filled by all the
 //                        threads together (or copied to an exact-size result in parallel).
-//                        One chunk writes straight in.
+//                        One chunk writes straight in. assemble_by_chunk_bounds is the
+//                        same given the bounds at the chunks' first rows only.
 //   assemble_two_pass    symbolic counts per row -> prefix sum -> numeric fill at the final
 //                        positions; for outputs whose upper bound would be too large.
 //   assemble_serial      the one-chunk case, for a serial caller that knows only the total bound.
@@ -22,6 +23,8 @@
 #include <mutex>
 #include <utility>
 #include <vector>
+
+#include <absl/container/inlined_vector.h>
 
 #include "src/block_pool.hpp"
 #include "src/tensor.hpp"
@@ -77,28 +80,28 @@ inline constexpr int64_t kParallelCopyMin = int64_t(1) << 16;
 
 // fill(r0, r1, I* oc, V* ov, int64_t* ends) writes rows [r0, r1) back to back from oc/ov,
 // sets ends[r] (absolute row r) to the end of row r relative to oc, and returns the count.
-// bound_prefix: rows + 1 entries, a prefix sum of per-row upper bounds; `slack` entries of
-// room past each chunk's bound that fill may scribble on. `shrink`: a result under half its
-// capacity is copied to exact size.
+// chunk_bound: p.chunks() + 1 entries, a prefix sum of upper bounds at each chunk's first row
+// and at the end (any base); `slack` entries of room past each chunk's bound that fill may
+// scribble on. `shrink`: a result under half its capacity is copied to exact size.
 template <class I, class V, class Fill>
-Tensor assemble_by_pieces(Workers& w, const Partition& p, int64_t rows, int64_t cols, const int64_t* bound_prefix,
-                          int64_t slack, const Allocator& alloc, ValueType vt, bool shrink, Fill&& fill) {
+Tensor assemble_by_chunk_bounds(Workers& w, const Partition& p, int64_t rows, int64_t cols, const int64_t* chunk_bound,
+                                int64_t slack, const Allocator& alloc, ValueType vt, bool shrink, Fill&& fill) {
   const IndexType it = index_type_of<I>();
-  if (p.chunks() <= 1)
-    return assemble_serial<I, V>(rows, cols, bound_prefix[rows], slack, alloc, vt, shrink, std::forward<Fill>(fill));
+  const int64_t k = p.chunks();
+  const int64_t base = chunk_bound[0];
+  if (k <= 1)
+    return assemble_serial<I, V>(rows, cols, chunk_bound[k] - base, slack, alloc, vt, shrink, std::forward<Fill>(fill));
   // Every chunk writes straight into the result, at its rows' bound offset (the result is
   // sized by the total bound, as a serial call's is); the chunks are then moved down over the
   // gaps, in order. A tight bound (B o A^T on a symmetric pattern) moves nothing; pieces
   // copied into an exact-size result cost a second pass over the output on every call.
-  const int64_t k = p.chunks();
-  const int64_t base = bound_prefix[0];
-  const int64_t capacity = bound_prefix[rows] - base + k * slack;
+  const int64_t capacity = chunk_bound[k] - base + k * slack;
   Tensor C = make_compressed_matrix(alloc, true, rows, cols, capacity, it, vt);
   int64_t* pos = C.levels[1].pos.template as_mut<int64_t>();
   I* crd = C.levels[1].crd.template as_mut<I>();
   V* val = C.values.template as_mut<V>();
   pos[0] = 0;
-  auto start = [&](int64_t c) { return bound_prefix[p.begin(c)] - base + c * slack; };
+  auto start = [&](int64_t c) { return chunk_bound[c] - base + c * slack; };
   // While chunks are still being filled, each is moved down to its final place (and its rows'
   // ends made absolute) as soon as every earlier chunk is done, by the thread that completes
   // that prefix, one chunk at a time in order: the moves overlap the later chunks' fills, where
@@ -178,10 +181,10 @@ Tensor assemble_by_pieces(Workers& w, const Partition& p, int64_t rows, int64_t 
   // reads or writes. Once all have done so, the heads are written to their places. Worth it
   // when the heads are few (a tight bound: A+B, B o A^T); a loose one (SpGEMM's multiply
   // counts) would copy most of the output aside, so those chunks move in order on this thread.
+  if (next == k) return C;
   std::vector<int64_t> head(static_cast<size_t>(k) + 1, 0);
   for (int64_t c = 0; c < k; ++c)
     head[c + 1] = head[c] + (c < next ? 0 : std::min(at[c + 1] - at[c], start(c) - at[c]));
-  if (next == k) return C;
   const int64_t unmoved = total - at[next];
   if (head[k] * 8 > unmoved || unmoved < kParallelCopyMin) {
     for (int64_t c = next; c < k; ++c) move_down(c, at[c + 1] - at[c]);
@@ -215,17 +218,31 @@ Tensor assemble_by_pieces(Workers& w, const Partition& p, int64_t rows, int64_t 
   return C;
 }
 
+// The same with bound_prefix: rows + 1 entries, a prefix sum of per-row upper bounds.
+template <class I, class V, class Fill>
+Tensor assemble_by_pieces(Workers& w, const Partition& p, int64_t rows, int64_t cols, const int64_t* bound_prefix,
+                          int64_t slack, const Allocator& alloc, ValueType vt, bool shrink, Fill&& fill) {
+  absl::InlinedVector<int64_t, 33> chunk_bound(static_cast<size_t>(p.chunks()) + 1);
+  for (int64_t c = 0; c < p.chunks(); ++c) chunk_bound[static_cast<size_t>(c)] = bound_prefix[p.begin(c)];
+  chunk_bound.back() = bound_prefix[rows];
+  return assemble_by_chunk_bounds<I, V>(w, p, rows, cols, chunk_bound.data(), slack, alloc, vt, shrink,
+                                        std::forward<Fill>(fill));
+}
+
 // count(r0, r1, int64_t* counts) sets counts[r] to the length of row r, for r in [r0, r1);
 // fill(r0, r1, I* crd, V* val, const int64_t* pos) writes row r at pos[r].
 template <class I, class V, class Count, class Fill>
 Tensor assemble_two_pass(Workers& w, const Partition& p, int64_t rows, int64_t cols, int64_t slack,
                          const Allocator& alloc, ValueType vt, Count&& count, Fill&& fill) {
-  std::vector<int64_t> pos(static_cast<size_t>(rows) + 1, 0);
-  w.run(p, [&](int64_t b, int64_t e) { count(b, e, pos.data() + 1); });
+  // The counts from the pool, not the heap (see partition_rows, src/work_partition.hpp).
+  ScratchArray<int64_t> counts(static_cast<size_t>(rows) + 1);
+  int64_t* const pos = counts.get();
+  std::fill(pos, pos + rows + 1, int64_t(0));
+  w.run(p, [&](int64_t b, int64_t e) { count(b, e, pos + 1); });
   for (int64_t r = 0; r < rows; ++r) pos[r + 1] += pos[r];
   Tensor C = make_compressed_matrix(alloc, true, rows, cols, pos[rows] + slack, index_type_of<I>(), vt);
   int64_t* cp = C.levels[1].pos.template as_mut<int64_t>();
-  std::memcpy(cp, pos.data(), sizeof(int64_t) * pos.size());
+  std::memcpy(cp, pos, sizeof(int64_t) * static_cast<size_t>(rows + 1));
   I* crd = C.levels[1].crd.template as_mut<I>();
   V* val = C.values.template as_mut<V>();
   w.run(p, [&](int64_t b, int64_t e) { fill(b, e, crd, val, cp); });

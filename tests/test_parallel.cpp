@@ -148,6 +148,47 @@ TEST(WorkPartition, ChunksCoverRowsAndBalanceWork) {
   }
 }
 
+// A prefix given as a function (element-wise work read from A's and B's positions) splits
+// exactly as the same prefix given as an array, in either mode, from any base.
+TEST(WorkPartition, PrefixFunctionSplitsAsItsArray) {
+  SplitSmallInputs split;
+  Rng rng(8);
+  for (int64_t n : {1, 2, 3, 17, 4000}) {
+    std::vector<int64_t> prefix(n + 1, 0);
+    prefix[0] = rng.bernoulli(0.5) ? 0 : 12345;  // a view whose positions do not start at 0
+    for (int64_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + (rng.bernoulli(0.4) ? 0 : rng.uniform_int(1, 300));
+    int64_t reads = 0;
+    auto at = [&](int64_t i) {
+      ++reads;
+      EXPECT_GE(i, 0);
+      EXPECT_LE(i, n);
+      return prefix[static_cast<size_t>(i)];
+    };
+    for (int mode : {0, 1}) {
+      sj::parallel_tuning().mode = mode;
+      for (int threads : kThreadCounts) {
+        sj::Workers wa = sj::Workers::for_call(context(threads), 0), wf = wa;
+        const sj::Partition a = sj::partition_by_prefix(prefix.data(), n, wa, "array");
+        const sj::Partition f = sj::partition_by(n, wf, "array", at);
+        EXPECT_EQ(std::vector<int64_t>(a.bounds.begin(), a.bounds.end()),
+                  std::vector<int64_t>(f.bounds.begin(), f.bounds.end()))
+            << "n " << n << ", mode " << mode << ", " << threads << " threads";
+        EXPECT_STREQ(wa.basis, wf.basis);
+      }
+      for (int64_t k : {1, 2, 5, 64}) {
+        const sj::Partition a = sj::partition_into(prefix.data(), n, k);
+        reads = 0;
+        const sj::Partition f = sj::partition_into_by(n, k, at);
+        EXPECT_EQ(std::vector<int64_t>(a.bounds.begin(), a.bounds.end()),
+                  std::vector<int64_t>(f.bounds.begin(), f.bounds.end()))
+            << "n " << n << ", k " << k;
+        EXPECT_LE(reads, 2 + k * 14);  // a binary search per boundary, not a pass over the rows
+      }
+    }
+    sj::parallel_tuning().mode = 0;
+  }
+}
+
 // Push SpMSpV over `part` on `threads` threads, sparse y then dense y: the sparse indices, and
 // the bits of the sparse values followed by the dense ones (-0.0 and 0.0 told apart).
 template <class I>
