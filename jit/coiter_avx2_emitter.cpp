@@ -233,8 +233,14 @@ class Avx2Emitter final : public CoiterEmitter {
       if (spec.reassociate) {
         x86::Ymm acc = x86::ymm(kVacc);
         switch (spec.semiring) {
-          case SJ_SEMIRING_MIN_PLUS: a.emit(val_inst(Inst::kIdVminps, Inst::kIdVminpd), acc, A, acc); break;
+          case SJ_SEMIRING_MIN_PLUS:
+            a.emit(val_inst(Inst::kIdVminps, Inst::kIdVminpd), acc, A, acc);
+            keep_nan(acc, A, nullptr);
+            break;
           case SJ_SEMIRING_MAX_TIMES:
+            a.emit(val_inst(Inst::kIdVmaxps, Inst::kIdVmaxpd), acc, A, acc);
+            keep_nan(acc, A, nullptr);
+            break;
           case SJ_SEMIRING_OR_AND: a.emit(val_inst(Inst::kIdVmaxps, Inst::kIdVmaxpd), acc, A, acc); break;
           default: a.emit(val_inst(Inst::kIdVaddps, Inst::kIdVaddpd), acc, acc, A);
         }
@@ -285,6 +291,15 @@ class Avx2Emitter final : public CoiterEmitter {
   }
 
   void leave_vector_state() override { a.vzeroupper(); }
+
+  // xmm9/ymm9 is free in this emitter; lanes past the count hold the identity, never NaN.
+  void keep_nan(const x86::Vec& acc, const x86::Vec& p, const x86::KReg*) override {
+    const bool scalar = acc.size() == 16;
+    const x86::Vec nan = scalar ? x86::Vec(x86::xmm(9)) : x86::Vec(x86::ymm(9));
+    a.emit(scalar ? val_inst(Inst::kIdVcmpss, Inst::kIdVcmpsd) : val_inst(Inst::kIdVcmpps, Inst::kIdVcmppd), nan, p, p,
+           Imm(3));  // UNORD_Q: p is NaN
+    a.emit(val_inst(Inst::kIdVblendvps, Inst::kIdVblendvpd), acc, acc, p, nan);
+  }
 
   void vector_nonzero_and(const x86::Vec& d, const x86::Vec& x, const x86::Vec& y,
                           const x86::Vec& tmp) override {

@@ -192,8 +192,12 @@ class Avx512Emitter final : public CoiterEmitter {
         switch (spec.semiring) {
           case SJ_SEMIRING_MIN_PLUS:
             a.k(mask[h]).emit(val_inst(Inst::kIdVminps, Inst::kIdVminpd), acc, prod[h], acc);
+            keep_nan(acc, prod[h], &mask[h]);
             break;
           case SJ_SEMIRING_MAX_TIMES:
+            a.k(mask[h]).emit(val_inst(Inst::kIdVmaxps, Inst::kIdVmaxpd), acc, prod[h], acc);
+            keep_nan(acc, prod[h], &mask[h]);
+            break;
           case SJ_SEMIRING_OR_AND:
             a.k(mask[h]).emit(val_inst(Inst::kIdVmaxps, Inst::kIdVmaxpd), acc, prod[h], acc);
             break;
@@ -242,6 +246,16 @@ class Avx512Emitter final : public CoiterEmitter {
   }
 
   void leave_vector_state() override { a.vzeroupper(); }
+
+  // k6 is free wherever min/max accumulate (it only serves or-and's vector product).
+  void keep_nan(const x86::Vec& acc, const x86::Vec& p, const x86::KReg* lanes) override {
+    const bool scalar = acc.size() == 16 && !lanes;
+    const InstId cmp = scalar ? val_inst(Inst::kIdVcmpss, Inst::kIdVcmpsd) : val_inst(Inst::kIdVcmpps, Inst::kIdVcmppd);
+    if (lanes) a.k(*lanes).emit(cmp, x86::k6, p, p, Imm(3));  // UNORD_Q: p is NaN
+    else a.emit(cmp, x86::k6, p, p, Imm(3));
+    if (scalar) a.k(x86::k6).emit(val_inst(Inst::kIdVmovss, Inst::kIdVmovsd), acc, acc, p);
+    else a.k(x86::k6).emit(val_inst(Inst::kIdVmovaps, Inst::kIdVmovapd), acc, p);
+  }
 
   void vector_nonzero_and(const x86::Vec& d, const x86::Vec& x, const x86::Vec& y,
                           const x86::Vec&) override {

@@ -73,7 +73,8 @@ uint64_t CoiterEmitter::one_bits() const { return f64_ ? bits_of(1.0) : bits_of(
 
 // ---------------------------------------------------------------------------------------
 // Scalar arithmetic. min/max operand order reproduces std::min(acc, p) / std::max(acc, p):
-// vminsd(p, acc) = p < acc ? p : acc, vmaxsd(p, acc) = p > acc ? p : acc.
+// vminsd(p, acc) = p < acc ? p : acc, vmaxsd(p, acc) = p > acc ? p : acc (a NaN acc stays);
+// keep_nan then takes a NaN p, as MinPlus / MaxTimes::add do.
 
 void CoiterEmitter::scalar_product(const x86::Xmm& d, const x86::Xmm& x, const x86::Xmm& y,
                                    const x86::Xmm& tmp) {
@@ -95,8 +96,14 @@ void CoiterEmitter::scalar_accumulate(const x86::Xmm& acc, const x86::Xmm& p) {
   switch (spec.semiring) {
     case SJ_SEMIRING_PLUS_TIMES:
     case SJ_SEMIRING_PLUS_PAIR: a.emit(val_inst(Inst::kIdVaddss, Inst::kIdVaddsd), acc, acc, p); break;
-    case SJ_SEMIRING_MIN_PLUS: a.emit(val_inst(Inst::kIdVminss, Inst::kIdVminsd), acc, p, acc); break;
+    case SJ_SEMIRING_MIN_PLUS:
+      a.emit(val_inst(Inst::kIdVminss, Inst::kIdVminsd), acc, p, acc);
+      keep_nan(acc, p);
+      break;
     case SJ_SEMIRING_MAX_TIMES:
+      a.emit(val_inst(Inst::kIdVmaxss, Inst::kIdVmaxsd), acc, p, acc);
+      keep_nan(acc, p);
+      break;
     case SJ_SEMIRING_OR_AND:  // or on {0, 1} is max
       a.emit(val_inst(Inst::kIdVmaxss, Inst::kIdVmaxsd), acc, p, acc);
       break;

@@ -33,6 +33,10 @@ class CoiterEmitter {
   // d = (x != 0 && y != 0) ? 1.0 : 0.0 per lane (or-and's multiply; NaN counts as nonzero).
   virtual void vector_nonzero_and(const x86::Vec& d, const x86::Vec& x, const x86::Vec& y,
                                   const x86::Vec& tmp) = 0;
+  // acc = p in the lanes where p is NaN (xmm/ymm/zmm; `lanes`, where given, limits it to
+  // those): after vmin/vmax, which return the accumulator for a NaN p, min and max propagate
+  // NaN as MinPlus / MaxTimes::add do (src/semiring.hpp).
+  virtual void keep_nan(const x86::Vec& acc, const x86::Vec& p, const x86::KReg* lanes = nullptr) = 0;
 
   // --- shared pieces ---
   void scalar_phase1();                          // all pairs in GP: t0 = mask_a, t1 = mask_b

@@ -175,8 +175,9 @@ class NestCodegen {
   Value* truth(Value* a) { return B.CreateFCmpUNE(a, ConstantFP::get(CT, 0.0)); }
   Value* add(Value* a, Value* b) {
     switch (spec.semiring) {
-      case SJ_SEMIRING_MIN_PLUS: return B.CreateSelect(B.CreateFCmpOLT(b, a), b, a);  // std::min(a, b)
-      case SJ_SEMIRING_MAX_TIMES: return B.CreateSelect(B.CreateFCmpOLT(a, b), b, a);  // std::max(a, b)
+      // MinPlus / MaxTimes::add (src/semiring.hpp): std::min / std::max, but a NaN b wins
+      case SJ_SEMIRING_MIN_PLUS: return B.CreateSelect(B.CreateOr(B.CreateFCmpOLT(b, a), B.CreateFCmpUNO(b, b)), b, a);
+      case SJ_SEMIRING_MAX_TIMES: return B.CreateSelect(B.CreateOr(B.CreateFCmpOLT(a, b), B.CreateFCmpUNO(b, b)), b, a);
       case SJ_SEMIRING_OR_AND: return B.CreateUIToFP(B.CreateOr(truth(a), truth(b)), CT);
       default: return B.CreateFAdd(a, b);
     }

@@ -10,8 +10,9 @@
 // S::add(acc, S::mul(a, x)) with the same operands, and a row new to the accumulator takes its
 // product unchanged (a blend, not an addition to a stale value). The functions are compiled
 // for AVX2 without FMA, so a multiply and an add stay two roundings. min and max are vminp /
-// vmaxp with the product first, which is std::min(acc, p) and std::max(acc, p) exactly, NaN
-// and signed zeros included ((p < acc) ? p : acc, (acc < p) ? p : acc). With the dense
+// vmaxp with the product first, which is std::min(acc, p) and std::max(acc, p) exactly, signed
+// zeros included ((p < acc) ? p : acc, (acc < p) ? p : acc), then a NaN product blended in
+// (keep_nan), as MinPlus / MaxTimes::add propagate it (src/semiring.hpp). With the dense
 // accumulator (Dense) a row starts at S's exact identity (ExactIdentity: -0.0 for sums), so
 // adding its first product gives that product unchanged, and no blend is needed. Plus-times,
 // min-plus, max-times and plus-pair over f32 and f64 have the vector form; or-and over bool
@@ -76,6 +77,10 @@ template <> struct Quad<double> {
   [[gnu::target("avx2"), gnu::always_inline]] static R add(R a, R b) { return _mm256_add_pd(a, b); }
   [[gnu::target("avx2"), gnu::always_inline]] static R min(R a, R b) { return _mm256_min_pd(a, b); }
   [[gnu::target("avx2"), gnu::always_inline]] static R max(R a, R b) { return _mm256_max_pd(a, b); }
+  // r, but p in the lanes where p is NaN.
+  [[gnu::target("avx2"), gnu::always_inline]] static R keep_nan(R r, R p) {
+    return _mm256_blendv_pd(r, p, _mm256_cmp_pd(p, p, _CMP_UNORD_Q));
+  }
   // Lane r of `touched` where mark byte r of `marks` is set, else lane r of `fresh`.
   [[gnu::target("avx2"), gnu::always_inline]] static R select(uint32_t marks, R touched, R fresh) {
     const __m256i wide = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(static_cast<int>(marks)));
@@ -92,6 +97,9 @@ template <> struct Quad<float> {
   [[gnu::target("avx2"), gnu::always_inline]] static R add(R a, R b) { return _mm_add_ps(a, b); }
   [[gnu::target("avx2"), gnu::always_inline]] static R min(R a, R b) { return _mm_min_ps(a, b); }
   [[gnu::target("avx2"), gnu::always_inline]] static R max(R a, R b) { return _mm_max_ps(a, b); }
+  [[gnu::target("avx2"), gnu::always_inline]] static R keep_nan(R r, R p) {
+    return _mm_blendv_ps(r, p, _mm_cmp_ps(p, p, _CMP_UNORD_Q));
+  }
   [[gnu::target("avx2"), gnu::always_inline]] static R select(uint32_t marks, R touched, R fresh) {
     const __m128i wide = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(marks)));
     const __m128i set = _mm_cmpgt_epi32(wide, _mm_setzero_si128());
@@ -109,8 +117,8 @@ template <class S, class V> struct QuadOps {
     else return Q::mul(a, xv);
   }
   [[gnu::target("avx2"), gnu::always_inline]] static R add(R acc, R prod) {
-    if constexpr (std::is_same_v<S, MinPlus<V>>) return Q::min(prod, acc);
-    else if constexpr (std::is_same_v<S, MaxTimes<V>>) return Q::max(prod, acc);
+    if constexpr (std::is_same_v<S, MinPlus<V>>) return Q::keep_nan(Q::min(prod, acc), prod);
+    else if constexpr (std::is_same_v<S, MaxTimes<V>>) return Q::keep_nan(Q::max(prod, acc), prod);
     else return Q::add(acc, prod);
   }
 };

@@ -18,16 +18,22 @@ template <class V> struct PlusTimes {
   static V add(V a, V b) { return a + b; }
   static V mul(V a, V b) { return a * b; }
 };
+// Floating-point min and max propagate NaN: a NaN product makes the entry NaN whatever the
+// order of the products. std::min / std::max alone drop a NaN that comes second (std::max(1,
+// NaN) is 1), so the result depended on the order, and kernels starting from the identity
+// (SIMD lanes, the JIT's accumulators) dropped what the serial fold from the first product
+// kept. Otherwise as std::min(a, b) / std::max(a, b), equal values keeping a (so -0.0 and
+// +0.0 as before). Integers have no NaN: b != b is false.
 template <class V> struct MinPlus {
   static constexpr sj_semiring id = SJ_SEMIRING_MIN_PLUS;
   static V zero() { return std::numeric_limits<V>::infinity(); }
-  static V add(V a, V b) { return std::min(a, b); }
+  static V add(V a, V b) { return (b < a || b != b) ? b : a; }
   static V mul(V a, V b) { return a + b; }
 };
 template <class V> struct MaxTimes {
   static constexpr sj_semiring id = SJ_SEMIRING_MAX_TIMES;
   static V zero() { return -std::numeric_limits<V>::infinity(); }
-  static V add(V a, V b) { return std::max(a, b); }
+  static V add(V a, V b) { return (a < b || b != b) ? b : a; }
   static V mul(V a, V b) { return a * b; }
 };
 template <class V> struct OrAnd {
@@ -47,8 +53,8 @@ template <class V> struct PlusPair {
 // p, NaN included, so an accumulator can start from it instead of testing for its first
 // product (SpGEMM's values-only rows, the push's dense accumulator). Sums: -0.0 (0.0 + -0.0
 // is +0.0, but -0.0 + p is p); integer min and max: the type's extremes. Floating-point min
-// and max have none (std::min(inf, NaN) is inf, where the first product alone would give
-// NaN): their kernels test for each accumulator's first product instead.
+// and max kernels test for each accumulator's first product instead (their +-inf became exact
+// when NaN started to propagate, above, but no kernel's choice was re-measured for it).
 template <class S> struct ExactIdentity { static constexpr bool exists = false; };
 template <class V> struct ExactIdentity<PlusTimes<V>> {
   static constexpr bool exists = true;

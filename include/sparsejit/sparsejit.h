@@ -110,8 +110,8 @@ typedef SJ_ENUM(sj_format) {
  * product was formed, even if its value equals the additive identity. */
 typedef SJ_ENUM(sj_semiring) {
   SJ_SEMIRING_PLUS_TIMES = 0, /* (+, *), identity 0 */
-  SJ_SEMIRING_MIN_PLUS = 1,   /* (min, +), identity +inf */
-  SJ_SEMIRING_MAX_TIMES = 2,  /* (max, *), identity -inf */
+  SJ_SEMIRING_MIN_PLUS = 1,   /* (min, +), identity +inf; a NaN product makes the entry NaN */
+  SJ_SEMIRING_MAX_TIMES = 2,  /* (max, *), identity -inf; a NaN product makes the entry NaN */
   SJ_SEMIRING_OR_AND = 3,     /* (or, and) on truth values (nonzero = true); results are 0/1 */
   SJ_SEMIRING_PLUS_PAIR = 4   /* (+, 1): counts matched pairs */
 } sj_semiring;
