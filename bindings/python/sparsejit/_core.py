@@ -1,6 +1,7 @@
 """Context, Tensor (scipy arrays borrowed without copying), Plan and the operations."""
 import ctypes
 import json
+import operator
 import threading
 
 import numpy as np
@@ -8,7 +9,7 @@ import scipy.sparse as sp
 
 from . import _lib
 from ._coo_tensor import CooTensor
-from ._errors import Error, check
+from ._errors import Error, IndexOverflowError, check
 
 # sj_index_type, sj_value_type, sj_op, sj_format and option names, as in sparsejit.h.
 INT32, INT64 = 0, 1
@@ -161,8 +162,9 @@ class Tensor:
         if indices.size != values.size:
             raise ValueError(f"indices has {indices.size} entries but values {values.size}")
         it = INT32 if indices.dtype == np.int32 else INT64
+        n = _length(n)
         h = _lib.handle()
-        check(_lib.sj_tensor_create_sparse_vector(ctx.handle, int(n), indices.size, it, _VALUE_TYPES[values.dtype],
+        check(_lib.sj_tensor_create_sparse_vector(ctx.handle, n, indices.size, it, _VALUE_TYPES[values.dtype],
                                                   _ptr(indices), _ptr(values), 0, ctypes.byref(h)))
         return cls(h, ctx, (indices, values))
 
@@ -174,7 +176,7 @@ class Tensor:
             return x
         if not sp.issparse(x) or 1 not in x.shape:
             raise TypeError("x must be a scipy.sparse matrix with one row or one column")
-        n = max(x.shape) if x.shape != (1, 1) else 1
+        n = x.shape[0] if x.shape[1] == 1 else x.shape[1]  # 0 x 1 and 1 x 0 have length 0
         if x.shape[1] == 1 and x.format != "csc":
             x = x.tocsc()
         elif x.shape[1] != 1 and x.format != "csr":
@@ -200,6 +202,25 @@ class Tensor:
         if h and _lib is not None and _lib.sj_tensor_destroy is not None:  # None during interpreter exit
             _lib.sj_tensor_destroy(h)
             self._handle = None
+
+
+def _length(n):
+    """n as an int the C API's int64 holds: ctypes would wrap a larger one silently (2**64 + 5
+    became 5). A negative one is the library's to refuse, with its message."""
+    n = operator.index(n)
+    if n >= 2**63:
+        raise IndexOverflowError(f"a length of {n} does not fit in int64")
+    return n
+
+
+def _sparse(cls, values, crd, pos, shape):
+    """A scipy CSR/CSC array over the filled arrays, keeping int64 coordinates int64: scipy
+    downcasts index arrays whose values fit int32, which lost a requested int64 result type
+    (output_index_type, int64 operands) and copied both arrays."""
+    m = cls((values, crd, pos), shape=shape)
+    if crd.dtype == np.int64:
+        m.indices, m.indptr = crd, pos
+    return m
 
 
 def _as_tensor(m, ctx):
@@ -431,10 +452,10 @@ def _execute_into_numpy(plan, tensors, vector_shape=None):
         n = sizes.dims[0]
         ptr = np.array([0, crd.size], dtype=np.int64)
         if vector_shape is not None and vector_shape[0] == 1 and vector_shape != (1, 1):
-            return sp.csr_array((values, crd, ptr), shape=(1, n))  # a row in, a row out
-        return sp.csc_array((values, crd, ptr), shape=(n, 1))
+            return _sparse(sp.csr_array, values, crd, ptr, (1, n))  # a row in, a row out
+        return _sparse(sp.csc_array, values, crd, ptr, (n, 1))
     cls = sp.csr_array if sizes.format == FORMAT_CSR else sp.csc_array
-    return cls((values, crd, pos), shape=shape)
+    return _sparse(cls, values, crd, pos, shape)
 
 
 def _run(op, operands, ctx, options):

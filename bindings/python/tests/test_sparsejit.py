@@ -220,6 +220,34 @@ class Binding(unittest.TestCase):
         self.assertIs(tc._keep[1], Acsc.indices)
         assert_same(self, sparsejit.spgemm(A64, Acsc), A64 @ Acsc)
 
+    def test_int64_results_keep_int64_indices(self):
+        # scipy downcasts index arrays that fit int32; a result asked for in int64 stays int64.
+        A = random_csr(30, 30, 0.2, 21)
+        want = (A @ A).tocsr()
+        for C in (sparsejit.Plan("spgemm", A, A, output_index_type="int64").execute(A, A),
+                  sparsejit.spgemm(random_csr(30, 30, 0.2, 21, index=np.int64),
+                                   random_csr(30, 30, 0.2, 21, index=np.int64))):
+            self.assertEqual(C.indices.dtype, np.int64)
+            self.assertEqual(C.indptr.dtype, np.int64)
+            assert_close_sparse(self, C, want)
+        y = sparsejit.spmspv(random_csr(30, 30, 0.2, 22, index=np.int64), sp.csc_array(np.ones((30, 1))))
+        self.assertEqual(y.indices.dtype, np.int64)
+        self.assertEqual(sparsejit.spgemm(A, A).indices.dtype, np.int32)  # int32 in, int32 out
+
+    def test_empty_vectors_have_length_zero(self):
+        for x in (sp.csc_array((0, 1)), sp.csr_array((1, 0))):
+            self.assertEqual(sparsejit.Tensor.from_vector(x).info().dims[0], 0)
+        y = sparsejit.spmspv(sp.csr_array((3, 0)), sp.csc_array((0, 1)))
+        self.assertEqual(y.shape, (3, 1))
+        self.assertEqual(y.nnz, 0)
+        with self.assertRaises(sparsejit.ShapeMismatchError):  # A has a column, x none
+            sparsejit.spmspv(sp.csr_array((3, 1)), sp.csc_array((0, 1)))
+
+    def test_vector_lengths_past_int64_are_refused(self):
+        for n in (2**63, 2**64 + 5):
+            with self.assertRaises(sparsejit.IndexOverflowError):
+                sparsejit.Tensor.sparse_vector(np.array([0], np.int64), np.array([1.0]), n)
+
     def test_log_callback_receives_messages(self):
         messages = []
         ctx = sparsejit.Context(log_level="debug", log_callback=lambda level, msg: messages.append((level, msg)))
