@@ -3,12 +3,14 @@
 // semiring, forced schedule, ISA, vector width, phases, method, transposes, dense output,
 // threads). Every result is compared bit for bit with the reference kernel's (the same call
 // with SJ_SCHEDULE_REFERENCE) and with a plan executed twice; a mismatch aborts. Values are
-// small nonzero integers, so every sum is exact in any order and the comparison is exact.
+// small nonzero integers, so every sum is exact in any order and the comparison is exact, and
+// NaN (one in 16), which min and max propagate like sums do.
 // An input the call refuses must be refused with a clean status, never SJ_ERR_INTERNAL, and
 // the reference must serve whatever a forced schedule served.
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "capi/handles.hpp"
@@ -70,7 +72,10 @@ inline bool make_operand(sj_context* ctx, ByteReader& r, int64_t rows, int64_t c
       if ((b & 0x0f) > (density >> 4)) continue;  // not stored
       int v = static_cast<int>((b >> 4) % 7) - 3;
       if (v == 0) v = 1;  // nonzero: no signed zeros from products, exact sums in any order
-      ri.push_back(i), ci.push_back(j), dv.push_back(v), fv.push_back(static_cast<float>(v)), bv.push_back(v > 0);
+      // One stored value in 16 is NaN (one kind: every NaN result has the same bits whatever
+      // the order): every semiring and schedule must propagate it alike.
+      const double d = (b >> 4) == 15 ? std::numeric_limits<double>::quiet_NaN() : v;
+      ri.push_back(i), ci.push_back(j), dv.push_back(d), fv.push_back(static_cast<float>(d)), bv.push_back(v > 0);
     }
   const void* vals = vt == SJ_VALUE_F64 ? static_cast<const void*>(dv.data())
                      : vt == SJ_VALUE_F32 ? static_cast<const void*>(fv.data())
