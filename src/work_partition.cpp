@@ -41,14 +41,17 @@ bool worth_parallel(Workers& w, int64_t total_work) {
 }
 
 namespace partition_detail {
+bool static_mode() {
+  return static_cast<PartitionMode>(parallel_tuning().mode.load(std::memory_order_relaxed)) == PartitionMode::StaticRows;
+}
+
 Partition static_rows(int64_t n, Workers& w) {
-  Partition p;
-  if (static_cast<PartitionMode>(parallel_tuning().mode.load(std::memory_order_relaxed)) != PartitionMode::StaticRows) {
-    p.bounds.resize(1);  // no chunks: the dynamic mode
-    return p;
-  }
   w.basis = "static: equal row counts, one chunk per thread";
-  const int64_t k = std::min<int64_t>(w.threads, n);
+  return even_rows(n, std::min<int64_t>(w.threads, n));
+}
+
+Partition even_rows(int64_t n, int64_t k) {
+  Partition p;
   p.bounds.resize(static_cast<size_t>(k) + 1);
   for (int64_t c = 0; c <= k; ++c) p.bounds[static_cast<size_t>(c)] = n * c / k;
   return p;
@@ -81,10 +84,7 @@ Partition partition_even(int64_t n, int64_t work_per_item, Workers& w, const cha
   if (w.threads <= 1 || n <= 1) return partition_detail::one_chunk(n);
   const int64_t k = partition_detail::dynamic_chunks(n, n * std::max<int64_t>(1, work_per_item), w);
   if (k <= 1) return partition_detail::one_chunk(n);
-  Partition p;
-  p.bounds.resize(static_cast<size_t>(k) + 1);
-  for (int64_t c = 0; c <= k; ++c) p.bounds[static_cast<size_t>(c)] = n * c / k;
-  return p;
+  return partition_detail::even_rows(n, k);
 }
 
 }  // namespace sj

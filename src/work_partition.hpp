@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <ranges>
 #include <vector>
 
 #include <absl/container/inlined_vector.h>
@@ -127,9 +128,12 @@ inline Partition one_chunk(int64_t n) {
   p.bounds[1] = std::max<int64_t>(0, n);
   return p;
 }
-// Equal row counts, one chunk per thread (PartitionMode::StaticRows), or 0 chunks when the
-// mode is dynamic.
+// Whether the mode is PartitionMode::StaticRows, and its split: equal row counts, one chunk
+// per thread.
+bool static_mode();
 Partition static_rows(int64_t n, Workers& w);
+// [0, n) in k chunks of equal row counts.
+Partition even_rows(int64_t n, int64_t k);
 // The chunk count for `total` work on w's threads (dynamic mode), setting explain's basis
 // when the call stays serial.
 int64_t dynamic_chunks(int64_t n, int64_t total, Workers& w);
@@ -145,13 +149,9 @@ template <class PrefixAt> Partition partition_into_by(int64_t n, int64_t k, Pref
   p.bounds.push_back(0);
   for (int64_t c = 1; c < k; ++c) {
     const int64_t target = first + static_cast<int64_t>(static_cast<__int128>(total) * c / k);
-    int64_t lo = 0, hi = n + 1;  // the first i in [0, n] with prefix_at(i) >= target (n + 1: none)
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (prefix_at(mid) < target) lo = mid + 1;
-      else hi = mid;
-    }
-    const int64_t b = std::clamp<int64_t>(lo, 0, n);
+    const auto rows = std::views::iota(int64_t(0), n + 1);  // the first i with prefix_at(i) >= target
+    const auto at = std::ranges::partition_point(rows, [&](int64_t i) { return prefix_at(i) < target; });
+    const int64_t b = std::clamp<int64_t>(std::ranges::distance(rows.begin(), at), 0, n);
     if (b > p.bounds.back() && b < n) p.bounds.push_back(b);
   }
   p.bounds.push_back(n);
@@ -161,8 +161,7 @@ template <class PrefixAt> Partition partition_into_by(int64_t n, int64_t k, Pref
 template <class PrefixAt> Partition partition_by(int64_t n, Workers& w, const char* basis, PrefixAt&& prefix_at) {
   w.basis = basis;
   if (w.threads <= 1 || n <= 1) return partition_detail::one_chunk(n);
-  Partition p = partition_detail::static_rows(n, w);
-  if (p.chunks() > 0) return p;
+  if (partition_detail::static_mode()) return partition_detail::static_rows(n, w);
   const int64_t k = partition_detail::dynamic_chunks(n, prefix_at(n) - prefix_at(int64_t(0)), w);
   return partition_into_by(n, k, prefix_at);
 }

@@ -149,7 +149,8 @@ TEST(WorkPartition, ChunksCoverRowsAndBalanceWork) {
 }
 
 // A prefix given as a function (element-wise work read from A's and B's positions) splits
-// exactly as the same prefix given as an array, in either mode, from any base.
+// exactly as the same prefix given as an array, in either mode, from any base, and both put
+// each boundary where a linear scan of the prefix does.
 TEST(WorkPartition, PrefixFunctionSplitsAsItsArray) {
   SplitSmallInputs split;
   Rng rng(8);
@@ -176,9 +177,22 @@ TEST(WorkPartition, PrefixFunctionSplitsAsItsArray) {
         EXPECT_STREQ(wa.basis, wf.basis);
       }
       for (int64_t k : {1, 2, 5, 64}) {
+        // The boundaries by brute force: boundary c is the first row whose prefix reaches c/k
+        // of the total (a linear scan), kept when it advances and is not the end.
+        std::vector<int64_t> want{0};
+        const int64_t kk = std::min(k, n), total = prefix[n] - prefix[0];
+        for (int64_t c = 1; kk > 1 && c < kk; ++c) {
+          const int64_t target = prefix[0] + static_cast<int64_t>(static_cast<__int128>(total) * c / kk);
+          int64_t b = 0;
+          while (b <= n && prefix[b] < target) ++b;
+          b = std::min(b, n);
+          if (b > want.back() && b < n) want.push_back(b);
+        }
+        want.push_back(std::max<int64_t>(0, n));
         const sj::Partition a = sj::partition_into(prefix.data(), n, k);
         reads = 0;
         const sj::Partition f = sj::partition_into_by(n, k, at);
+        EXPECT_EQ(std::vector<int64_t>(a.bounds.begin(), a.bounds.end()), want) << "n " << n << ", k " << k;
         EXPECT_EQ(std::vector<int64_t>(a.bounds.begin(), a.bounds.end()),
                   std::vector<int64_t>(f.bounds.begin(), f.bounds.end()))
             << "n " << n << ", k " << k;
