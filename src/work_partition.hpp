@@ -12,7 +12,6 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <ranges>
 #include <vector>
 
 #include <absl/container/inlined_vector.h>
@@ -149,9 +148,16 @@ template <class PrefixAt> Partition partition_into_by(int64_t n, int64_t k, Pref
   p.bounds.push_back(0);
   for (int64_t c = 1; c < k; ++c) {
     const int64_t target = first + static_cast<int64_t>(static_cast<__int128>(total) * c / k);
-    const auto rows = std::views::iota(int64_t(0), n + 1);  // the first i with prefix_at(i) >= target
-    const auto at = std::ranges::partition_point(rows, [&](int64_t i) { return prefix_at(i) < target; });
-    const int64_t b = std::clamp<int64_t>(std::ranges::distance(rows.begin(), at), 0, n);
+    // The first i in [0, n] with prefix_at(i) >= target, by bisection. (Not
+    // std::ranges::partition_point over views::iota: clang 14, which the fuzz build uses,
+    // cannot compile libstdc++ 12's ranges.)
+    int64_t lo = 0, hi = n + 1;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (prefix_at(mid) < target) lo = mid + 1;
+      else hi = mid;
+    }
+    const int64_t b = std::min(lo, n);
     if (b > p.bounds.back() && b < n) p.bounds.push_back(b);
   }
   p.bounds.push_back(n);
