@@ -11,7 +11,7 @@
  *
  * Usage: ab_libraries LIB_A LIB_B MATRIX.mtx OP [x_entries] [rounds] [calls_per_batch]
  *   OP: spmspv (drop-in sj_spmspv + sj_tensor_destroy), spmspv-plan (sj_plan_execute + destroy),
- *       spmspv-into (sj_plan_execute_into caller buffers), spgemm (drop-in A*A + destroy).
+ *       spmspv-into (sj_plan_execute_into caller buffers), spgemm (drop-in A*A + destroy; A square).
  *   x has x_entries entries (default 3), evenly spaced (at most the column count).
  * Prints the minimum and median ns per call of each and B/A of the medians.
  * Build: cc -O2 -Iinclude bench/ab_libraries.c -ldl (scripts/ab-libraries.sh does it). */
