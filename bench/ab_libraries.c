@@ -7,7 +7,7 @@
  * load; the ratio of their medians is then stable to ~1% where separate runs disagree by 20%.
  * callgrind's instruction counts are no substitute: a change that took 155 instructions off
  * a 2,700-instruction SpMSpV call (a per-thread cache of small blocks, replacing glibc's
- * tcache) was 0-4% slower here.
+ * tcache) was no faster here (new/old 0.99-1.04).
  *
  * Usage: ab_libraries LIB_A LIB_B MATRIX.mtx OP [x_entries] [rounds] [calls_per_batch]
  *   OP: spmspv (drop-in sj_spmspv + sj_tensor_destroy), spmspv-plan (sj_plan_execute + destroy),
@@ -24,6 +24,17 @@
 #include <time.h>
 
 #include "sparsejit/sparsejit.h"
+
+typedef enum { OP_SPMSPV, OP_SPMSPV_PLAN, OP_SPMSPV_INTO, OP_SPGEMM } Op;
+
+/* The operation named on the command line, or exit with the list of names. */
+static Op parse_op(const char* name) {
+  static const char* const names[] = {"spmspv", "spmspv-plan", "spmspv-into", "spgemm"};
+  for (int k = 0; k < 4; ++k)
+    if (strcmp(name, names[k]) == 0) return (Op)k;
+  fprintf(stderr, "unknown op %s (spmspv, spmspv-plan, spmspv-into, spgemm)\n", name);
+  exit(2);
+}
 
 typedef struct {
   const char* path;
@@ -67,7 +78,7 @@ static void* symbol(void* h, const char* path, const char* name) {
   return s;
 }
 
-static void load(Lib* L, const char* path, const char* mtx, const char* op, int nx) {
+static void load(Lib* L, const char* path, const char* mtx, Op op, int nx) {
   memset(L, 0, sizeof *L);
   L->path = path;
   void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -103,7 +114,7 @@ static void load(Lib* L, const char* path, const char* mtx, const char* op, int 
     die(L, "sj_tensor_create_sparse_vector");
   free(idx);
   free(val);
-  if (strncmp(op, "spmspv-", 7) == 0) {
+  if (op == OP_SPMSPV_PLAN || op == OP_SPMSPV_INTO) {
     const sj_tensor* ops[2] = {L->A, L->x};
     sj_tensor* y = NULL;  /* one drop-in call first, as a caller's first call would */
     if (L->spmspv(L->ctx, L->A, L->x, NULL, &y) != SJ_OK) die(L, "sj_spmspv");
@@ -115,28 +126,28 @@ static void load(Lib* L, const char* path, const char* mtx, const char* op, int 
 }
 
 /* Mean ns per call over `calls` calls of `op`. */
-static double batch(Lib* L, const char* op, int calls) {
+static double batch(Lib* L, Op op, int calls) {
   const double t0 = now_ns();
-  if (strcmp(op, "spmspv") == 0) {
+  if (op == OP_SPMSPV) {
     for (int i = 0; i < calls; ++i) {
       sj_tensor* y = NULL;
       if (L->spmspv(L->ctx, L->A, L->x, NULL, &y) != SJ_OK) die(L, "sj_spmspv");
       L->tensor_destroy(y);
     }
-  } else if (strcmp(op, "spgemm") == 0) {
+  } else if (op == OP_SPGEMM) {
     for (int i = 0; i < calls; ++i) {
       sj_tensor* c = NULL;
       if (L->spgemm(L->ctx, L->A, L->A, NULL, &c) != SJ_OK) die(L, "sj_spgemm");
       L->tensor_destroy(c);
     }
-  } else if (strcmp(op, "spmspv-plan") == 0) {
+  } else if (op == OP_SPMSPV_PLAN) {
     const sj_tensor* ops[2] = {L->A, L->x};
     for (int i = 0; i < calls; ++i) {
       sj_tensor* y = NULL;
       if (L->plan_execute(L->plan, ops, 2, &y) != SJ_OK) die(L, "sj_plan_execute");
       L->tensor_destroy(y);
     }
-  } else if (strcmp(op, "spmspv-into") == 0) {
+  } else {
     const sj_tensor* ops[2] = {L->A, L->x};
     sj_output_buffers b;
     memset(&b, 0, sizeof b);
@@ -150,9 +161,6 @@ static double batch(Lib* L, const char* op, int calls) {
       s.struct_size = sizeof s;
       if (L->plan_execute_into(L->plan, ops, 2, &b, &s) != SJ_OK) die(L, "sj_plan_execute_into");
     }
-  } else {
-    fprintf(stderr, "unknown op %s (spmspv, spmspv-plan, spmspv-into, spgemm)\n", op);
-    exit(2);
   }
   return (now_ns() - t0) / calls;
 }
@@ -167,7 +175,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s LIB_A LIB_B MATRIX.mtx OP [x_entries] [rounds] [calls_per_batch]\n", argv[0]);
     return 2;
   }
-  const char* op = argv[4];
+  const Op op = parse_op(argv[4]);  /* before any library is loaded */
   const int nx = argc > 5 ? atoi(argv[5]) : 3;
   const int rounds = argc > 6 ? atoi(argv[6]) : 41;
   const int calls = argc > 7 ? atoi(argv[7]) : 20000;
@@ -190,7 +198,7 @@ int main(int argc, char** argv) {
   }
   qsort(ta, (size_t)rounds, sizeof(double), by_value);
   qsort(tb, (size_t)rounds, sizeof(double), by_value);
-  printf("%s %s x=%d: A min %.1f med %.1f ns | B min %.1f med %.1f ns | B/A (medians) %.3f\n", op, argv[3], nx, ta[0],
+  printf("%s %s x=%d: A min %.1f med %.1f ns | B min %.1f med %.1f ns | B/A (medians) %.3f\n", argv[4], argv[3], nx, ta[0],
          ta[rounds / 2], tb[0], tb[rounds / 2], tb[rounds / 2] / ta[rounds / 2]);
   free(ta);
   free(tb);
