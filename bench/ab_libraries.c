@@ -11,7 +11,9 @@
  *
  * Usage: ab_libraries LIB_A LIB_B MATRIX.mtx OP [x_entries] [rounds] [calls_per_batch]
  *   OP: spmspv (drop-in sj_spmspv + sj_tensor_destroy), spmspv-plan (sj_plan_execute + destroy),
- *       spmspv-into (sj_plan_execute_into caller buffers), spgemm (drop-in A*A + destroy; A square).
+ *       spmspv-into (sj_plan_execute_into caller buffers), spgemm (drop-in A*A + destroy; A square),
+ *       spgemm-recompute (a plan of A*A with options.recompute_structure: the whole product every
+ *       execution, as the peers compute it; sj_plan_execute + destroy).
  *   x has x_entries entries (default 3), evenly spaced (at most the column count).
  * Prints the minimum and median ns per call of each and B/A of the medians.
  * Build: cc -O2 -Iinclude bench/ab_libraries.c -ldl (scripts/ab-libraries.sh does it). */
@@ -25,14 +27,14 @@
 
 #include "sparsejit/sparsejit.h"
 
-typedef enum { OP_SPMSPV, OP_SPMSPV_PLAN, OP_SPMSPV_INTO, OP_SPGEMM } Op;
+typedef enum { OP_SPMSPV, OP_SPMSPV_PLAN, OP_SPMSPV_INTO, OP_SPGEMM, OP_SPGEMM_RECOMPUTE } Op;
 
 /* The operation named on the command line, or exit with the list of names. */
 static Op parse_op(const char* name) {
-  static const char* const names[] = {"spmspv", "spmspv-plan", "spmspv-into", "spgemm"};
-  for (int k = 0; k < 4; ++k)
+  static const char* const names[] = {"spmspv", "spmspv-plan", "spmspv-into", "spgemm", "spgemm-recompute"};
+  for (int k = 0; k < 5; ++k)
     if (strcmp(name, names[k]) == 0) return (Op)k;
-  fprintf(stderr, "unknown op %s (spmspv, spmspv-plan, spmspv-into, spgemm)\n", name);
+  fprintf(stderr, "unknown op %s (spmspv, spmspv-plan, spmspv-into, spgemm, spgemm-recompute)\n", name);
   exit(2);
 }
 
@@ -45,6 +47,7 @@ typedef struct {
                              uint32_t, sj_tensor**);
   sj_status (*spmspv)(sj_context*, const sj_tensor*, const sj_tensor*, const sj_op_options*, sj_tensor**);
   sj_status (*spgemm)(sj_context*, const sj_tensor*, const sj_tensor*, const sj_op_options*, sj_tensor**);
+  sj_status (*options_init)(sj_op_options*);
   sj_status (*plan_create)(sj_context*, sj_op, const sj_tensor* const*, int, const sj_op_options*, sj_plan**);
   sj_status (*plan_execute)(sj_plan*, const sj_tensor* const*, int, sj_tensor**);
   sj_status (*plan_execute_into)(sj_plan*, const sj_tensor* const*, int, const sj_output_buffers*, sj_output_sizes*);
@@ -92,6 +95,7 @@ static void load(Lib* L, const char* path, const char* mtx, Op op, int nx) {
   *(void**)&L->sparse_vector = symbol(h, path, "sj_tensor_create_sparse_vector");
   *(void**)&L->spmspv = symbol(h, path, "sj_spmspv");
   *(void**)&L->spgemm = symbol(h, path, "sj_spgemm");
+  *(void**)&L->options_init = symbol(h, path, "sj_op_options_init");
   *(void**)&L->plan_create = symbol(h, path, "sj_plan_create");
   *(void**)&L->plan_execute = symbol(h, path, "sj_plan_execute");
   *(void**)&L->plan_execute_into = symbol(h, path, "sj_plan_execute_into");
@@ -123,6 +127,13 @@ static void load(Lib* L, const char* path, const char* mtx, Op op, int nx) {
     L->yi = malloc(sizeof(int32_t) * (size_t)(L->rows + 1));
     L->yv = malloc(sizeof(double) * (size_t)(L->rows + 1));
   }
+  if (op == OP_SPGEMM_RECOMPUTE) {
+    const sj_tensor* ops[2] = {L->A, L->A};
+    sj_op_options o;
+    if (L->options_init(&o) != SJ_OK) die(L, "sj_op_options_init");
+    o.recompute_structure = 1;
+    if (L->plan_create(L->ctx, SJ_OP_SPGEMM, ops, 2, &o, &L->plan) != SJ_OK) die(L, "sj_plan_create");
+  }
 }
 
 /* Mean ns per call over `calls` calls of `op`. */
@@ -138,6 +149,13 @@ static double batch(Lib* L, Op op, int calls) {
     for (int i = 0; i < calls; ++i) {
       sj_tensor* c = NULL;
       if (L->spgemm(L->ctx, L->A, L->A, NULL, &c) != SJ_OK) die(L, "sj_spgemm");
+      L->tensor_destroy(c);
+    }
+  } else if (op == OP_SPGEMM_RECOMPUTE) {
+    const sj_tensor* ops[2] = {L->A, L->A};
+    for (int i = 0; i < calls; ++i) {
+      sj_tensor* c = NULL;
+      if (L->plan_execute(L->plan, ops, 2, &c) != SJ_OK) die(L, "sj_plan_execute");
       L->tensor_destroy(c);
     }
   } else if (op == OP_SPMSPV_PLAN) {

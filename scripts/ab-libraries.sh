@@ -5,7 +5,7 @@
 # -DCMAKE_BUILD_TYPE=Release -DSPARSEJIT_BUILD_TESTS=OFF -DSPARSEJIT_BUILD_BENCH=OFF &&
 # cmake --build /tmp/build-old --target sparsejit`, then:
 # Usage: scripts/ab-libraries.sh OLD/libsparsejit.so NEW/libsparsejit.so MATRIX.mtx OP [x_entries] [rounds] [calls]
-#   OP: spmspv | spmspv-plan | spmspv-into | spgemm. Pinned to one CPU (SJ_BENCH_CPU, default 0).
+#   OP: spmspv | spmspv-plan | spmspv-into | spgemm | spgemm-recompute. Pinned to one CPU (SJ_BENCH_CPU, default 0).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ $# -lt 4 ]; then sed -n '2,8p' "$0" >&2; exit 2; fi
