@@ -699,13 +699,14 @@ bool use_upper_bound(int64_t ub, int entry_bytes, int64_t rows, const Allocator&
 // entry are not B's row copied.
 template <class Acc> constexpr bool kFiltersProducts = requires { Acc::kDropsProducts; };
 
+// `flops`: total_flops(A, B) where the caller has it, else -1.
 template <class S, class I, class V, class Acc, class Scratch>
 Tensor sparse_product(const CsView<I, V>& A, const CsView<I, V>& B, const Acc& acc, Scratch& ws,
-                      const Allocator& alloc, ValueType vt) {
+                      const Allocator& alloc, ValueType vt, int64_t flops = -1) {
   const int64_t rows = A.outer, cols = B.inner;
   const IndexType it = index_type_of<I>();
   constexpr int entry = sizeof(I) + sizeof(V);
-  int64_t ub = total_flops(A, B);
+  int64_t ub = flops >= 0 ? flops : total_flops(A, B);
   if (ub > kFlopsBoundBytes / entry || !use_upper_bound(ub, entry, rows, alloc)) ub = output_upper_bound(A, B);
   if (use_upper_bound(ub, entry, rows, alloc)) {
     Tensor C = make_compressed_matrix(alloc, true, rows, cols, ub + kRowSlack, it, vt);
@@ -827,6 +828,32 @@ Tensor sparse_product_parallel(const CsView<I, V>& A, const CsView<I, V>& B, Mak
       });
 }
 
+// A bound on A*B's multiplies: nnz(A) times B's longest row (saturated), in one sequential
+// pass over B's positions, where the count itself looks B up at every entry of A.
+template <class I, class V> int64_t multiply_bound(const CsView<I, V>& A, const CsView<I, V>& B) {
+  int64_t longest = 0;
+  for (int64_t k = 0; k < B.outer; ++k) longest = std::max(longest, B.pos[k + 1] - B.pos[k]);
+  const int64_t a = A.nnz();
+  if (longest == 0 || a == 0) return 0;
+  return a > std::numeric_limits<int64_t>::max() / 4 / longest ? std::numeric_limits<int64_t>::max() / 4 : a * longest;
+}
+
+// Whether a product goes to sparse_product_parallel: only with the work that its partition
+// needs for more than one chunk (worth_parallel on the same units: multiplies, plus 4 per
+// entry and per row of A). Below that it would run one chunk anyway, after its pass over A
+// for every row's bound and the arrays of them: at 2 threads a small product took 1.04-1.48x
+// its 1-thread time (494_bus A*A 1.14x, alternated in one process). The multiply count is taken only
+// where A alone does not settle it (then A is small and the count cheap), and kept in `flops`
+// for the serial product; else `flops` is left as it was.
+template <class I, class V>
+bool product_parallel(const CsView<I, V>& A, const CsView<I, V>& B, Workers& w, int64_t& flops) {
+  if (w.threads <= 1) return false;
+  const int64_t base = 4 * (A.pos[A.outer] - A.pos[0] + A.outer);
+  if (base >= parallel_tuning().min_parallel_work.load(std::memory_order_relaxed)) return worth_parallel(w, base);
+  if (flops < 0) flops = total_flops(A, B);
+  return worth_parallel(w, base + flops);
+}
+
 template <class S, class I, class V>
 void dense_product(const CsView<I, V>& A, const CsView<I, V>& B, V* __restrict C, Workers& w) {
   const int64_t rows = A.outer, cols = B.inner;
@@ -911,14 +938,15 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumu
   // alternating the loops hides), and there is little to gain.
   bool timed = false, warm_up = false;
   int way = 0;
-  int64_t flops = -1;  // counted once, only while the choice is open
+  int64_t flops = -1;  // counted at most once: for the thread count, or while the choice is open
+  const bool parallel = !dense && product_parallel(A, B, w, flops);
   if (!dense && kind == SpgemmAccumulator::Dense) {
     const DenseRowLoop pinned = dense_row_loop();
     if (pinned != DenseRowLoop::Timed) {
       way = pinned == DenseRowLoop::BranchFree ? 1 : 0;
     } else if (loop_choice) {
       if (loop_choice->settled() < 0) {
-        flops = total_flops(A, B);
+        if (flops < 0) flops = total_flops(A, B);
         if (flops < kTimedRowLoopMinFlops) loop_choice->settle(0, kRowLoopSmallProduct);
       }
       way = loop_choice->begin(&timed);
@@ -932,7 +960,7 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumu
   Tensor C = [&]() -> Tensor {
     if (dense) return dense_result<S>(A, B, alloc, At.value_type, w);
     absl::Cleanup trim_bits = [] { bitmap_scratch().trim(); };
-    if (w.threads > 1) {
+    if (parallel) {
       // Each chunk takes the workspaces of the thread that runs it.
       absl::Cleanup trim = [] {
         dense_scratch<V>().trim();
@@ -950,11 +978,12 @@ Tensor spgemm_typed(const Tensor& At, const Tensor& Bt, bool dense, SpgemmAccumu
     if (kind == SpgemmAccumulator::Dense) {
       auto& ws = dense_scratch<V>();
       absl::Cleanup trim = [&ws] { ws.trim(); };
-      return sparse_product<S>(A, B, dense_acc<S, I, V>(ws, B.inner, bits(), way == 1), ws, alloc, At.value_type);
+      return sparse_product<S>(A, B, dense_acc<S, I, V>(ws, B.inner, bits(), way == 1), ws, alloc, At.value_type,
+                               flops);
     }
     auto& ws = hash_scratch<I, V>();
     absl::Cleanup trim = [&ws] { ws.trim(); };
-    return sparse_product<S>(A, B, HashAcc<S, I, V>{B.inner, bits()}, ws, alloc, At.value_type);
+    return sparse_product<S>(A, B, HashAcc<S, I, V>{B.inner, bits()}, ws, alloc, At.value_type, flops);
   }();
   if (timed) loop_choice->end(way, TimedChoice::now() - t0);
   // The warm-up's result tells how often a row's products repeat a column: often enough, and
@@ -1263,9 +1292,11 @@ Tensor masked_complement_typed(const CsView<I, uint8_t>& M, const CsView<I, V>& 
     dense_scratch<V>().trim();
     hash_scratch<I, V>().trim();
   };
+  int64_t flops = -1;
+  const bool parallel = product_parallel(A, B, w, flops);
   if (product_is_wide(A, B, alloc)) {
     const ComplementHashAcc<S, I, V> acc{M, HashAcc<S, I, V>{B.inner, nullptr}};
-    if (w.threads <= 1) return sparse_product<S>(A, B, acc, hash_scratch<I, V>(), alloc, vt);
+    if (!parallel) return sparse_product<S>(A, B, acc, hash_scratch<I, V>(), alloc, vt, flops);
     return sparse_product_parallel<S>(A, B, [&] { return std::make_pair(acc, &hash_scratch<I, V>()); }, alloc, vt, w);
   }
   absl::Cleanup trim_bits = [] { bitmap_scratch().trim(); };
@@ -1275,9 +1306,9 @@ Tensor masked_complement_typed(const CsView<I, uint8_t>& M, const CsView<I, V>& 
     return std::make_pair(ComplementDenseAcc<S, I, V>{M, ws.marks.data(), ws.vals.data(),
                                                       bitmap_scratch().ensure(B.inner)}, &ws);
   };
-  if (w.threads <= 1) {
+  if (!parallel) {
     auto [acc, ws] = make();
-    return sparse_product<S>(A, B, acc, *ws, alloc, vt);
+    return sparse_product<S>(A, B, acc, *ws, alloc, vt, flops);
   }
   return sparse_product_parallel<S>(A, B, make, alloc, vt, w);
 }
@@ -1291,12 +1322,18 @@ Tensor masked_saxpy_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, 
   const auto B = cs_view<I, V>(Bt);
   if (complement) return masked_complement_typed<S>(M, A, B, alloc, At.value_type, w);
   const int64_t rows = A.outer, cols = B.inner;
-  const Partition part = partition_rows(rows, w, "multiplies per row plus mask row", [&](int64_t i) {
-    if (M.pos[i] == M.pos[i + 1]) return int64_t(0);
-    int64_t f = M.pos[i + 1] - M.pos[i];
-    for (int64_t pa = A.pos[i]; pa < A.pos[i + 1]; ++pa) f += B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]];
-    return f;
-  });
+  // The per-row work (a lookup in B per entry of A) is summed only where a bound on its total
+  // leaves room for two chunks: at 2 threads that pass alone made a small product up to 1.28x
+  // its 1-thread time (494_bus A<A> = A*A 1.22x, alternated in one process).
+  const bool maybe_parallel = w.threads > 1 && worth_parallel(w, rows + M.nnz() + multiply_bound(A, B));
+  const Partition part =
+      !maybe_parallel ? partition_by_prefix(nullptr, rows, w, w.basis)
+                      : partition_rows(rows, w, "multiplies per row plus mask row", [&](int64_t i) {
+                          if (M.pos[i] == M.pos[i + 1]) return int64_t(0);
+                          int64_t f = M.pos[i + 1] - M.pos[i];
+                          for (int64_t pa = A.pos[i]; pa < A.pos[i + 1]; ++pa) f += B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]];
+                          return f;
+                        });
   // Wide products (see spgemm_gustavson.hpp) find each product's column in the mask row by
   // binary search instead of marking a dense array of all columns.
   bool wide = false;

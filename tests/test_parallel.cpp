@@ -608,6 +608,62 @@ TEST(ParallelDeterminism, SpgemmEverySchedule) {
   }
 }
 
+// Products too small for two chunks stay off the parallel drivers (whose pass for every row's
+// bound made a small product 1.14-1.42x slower at 2 threads than at 1), but exactly as those
+// drivers' partitions would decide: with min_parallel_work set to a product's work it splits,
+// one unit more and it runs serially. Work: multiplies plus 4 per entry and per row of A
+// (Gustavson, both accumulators, and the complemented mask); for saxpy-then-mask, 1 per row
+// plus the mask row and its multiplies where the mask row is not empty.
+TEST(ParallelDeterminism, SmallProductsSplitExactlyAtMinParallelWork) {
+  struct Knobs {
+    int64_t chunk = sj::parallel_tuning().min_chunk_work.load();
+    int64_t parallel = sj::parallel_tuning().min_parallel_work.load();
+    ~Knobs() {
+      sj::parallel_tuning().min_chunk_work = chunk;
+      sj::parallel_tuning().min_parallel_work = parallel;
+    }
+  } knobs;
+  sj::parallel_tuning().min_chunk_work = 1;
+  Rng rng(29);
+  sj::test::MatrixOptions empty;
+  empty.empty_row_fraction = 0.2;
+  const auto a = sj::test::random_power_law<int32_t, double>(rng, 300, 280, 4.0, 1.3, empty);
+  const auto b = sj::test::random_uniform<int32_t, double>(rng, 280, 310, 0.02);
+  const auto m = sj::test::random_uniform<int32_t, double>(rng, 300, 310, 0.05, empty);
+  int64_t product_work = 0, masked_work = 0;
+  for (int64_t i = 0; i < a.outer; ++i) {
+    int64_t f = 0;
+    for (int64_t p = a.pos[i]; p < a.pos[i + 1]; ++p) f += b.pos[a.crd[p] + 1] - b.pos[a.crd[p]];
+    product_work += f + 4 * (a.pos[i + 1] - a.pos[i]) + 4;
+    const int64_t mlen = m.pos[i + 1] - m.pos[i];
+    masked_work += 1 + (mlen ? mlen + f : 0);
+  }
+  const std::vector<Tensor> product{T(a), T(b)}, masked{T(m), T(a), T(b)};
+  sj_op_options complement = options(SJ_SCHEDULE_GUSTAVSON_DENSE);
+  complement.mask_complement = 1;
+  const Case cases[] = {
+      {"gustavson dense", SJ_OP_SPGEMM, product, options(SJ_SCHEDULE_GUSTAVSON_DENSE)},
+      {"gustavson hash", SJ_OP_SPGEMM, product, options(SJ_SCHEDULE_GUSTAVSON_HASH)},
+      {"mask complemented", SJ_OP_SPGEMM_MASKED, masked, complement},
+      {"saxpy-then-mask", SJ_OP_SPGEMM_MASKED, masked, options(SJ_SCHEDULE_GUSTAVSON_DENSE)},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const int64_t work = c.op == SJ_OP_SPGEMM_MASKED && !c.opt.mask_complement ? masked_work : product_work;
+    sj_op_options ref = c.opt;
+    ref.schedule = SJ_SCHEDULE_REFERENCE;
+    const Tensor want = sj::Plan(context(1), sj::OpRequest{c.op, c.operands, ref}).execute(c.operands);
+    for (int64_t threshold : {work, work + 1}) {
+      sj::parallel_tuning().min_parallel_work = threshold;
+      sj::Plan plan(context(2), sj::OpRequest{c.op, c.operands, c.opt});
+      EXPECT_TRUE(same_bits(want, plan.execute(c.operands))) << "min_parallel_work " << threshold;
+      const std::string text = plan.explain_text();
+      const bool split = text.find("chunks taken dynamically") != std::string::npos;
+      EXPECT_EQ(split, threshold == work) << "min_parallel_work " << threshold << " (work " << work << ")\n" << text;
+    }
+  }
+}
+
 // `op` by each of `schedules` at every thread count under a memory cap that the exact result
 // fits and its upper bound does not, so that each row is counted first: bit-identical to the
 // reference (options `o` otherwise, e.g. a complemented mask).
