@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -134,6 +135,55 @@ template <class F> void for_segment(const Tensor& t, int l, int64_t parent, F&& 
     const I* crd = lv.crd.as<I>();
     for (int64_t p = pos[parent]; p < pos[parent + 1]; ++p) f(static_cast<int64_t>(crd[p]), p);
   });
+}
+
+// The most stored entries under one position of level 0 of `t`, in one pass over those
+// positions (O(order) each).
+int64_t most_under_level0(const Tensor& t) {
+  if (t.order == 0) return 0;
+  const int64_t n0 = std::max<int64_t>(0, t.levels[0].kind == LevelKind::Dense ? t.level_dim(0) : t.level_entries(0));
+  int64_t most = 0, begin = last_level_begin(t, 0);
+  for (int64_t p = 0; p < n0; ++p) {
+    const int64_t end = last_level_begin(t, p + 1);
+    most = std::max(most, end - begin);
+    begin = end;
+  }
+  return most;
+}
+
+// An upper bound of outer_work_prefix's total, found without its arrays: n, plus every entry of
+// each factor whose level 0 the outermost loop binds, plus (second loop) every entry of such a
+// factor's level 1 times the most entries under one coordinate of the factors whose level 0
+// the second loop binds. A call whose bound is under min_parallel_work runs one chunk without
+// building the prefix: that pass made small plans 1.08-1.29x slower at 2 threads than at 1
+// (y(i)=A(i,k)*x(k) on 494_bus, 1138_bus; bench/threads_small.c).
+int64_t outer_work_bound(const LoopNest& nest, const std::vector<Tensor>& held, int64_t n) {
+  constexpr int64_t kHuge = std::numeric_limits<int64_t>::max() / 4;
+  auto add = [&](int64_t a, int64_t b) { return std::min(kHuge, a + std::min(kHuge, b)); };
+  auto mul = [&](int64_t a, int64_t b) { return a != 0 && b > kHuge / a ? kHuge : a * b; };
+  auto refs = [](const Loop& lp) {
+    std::vector<LevelRef> r = lp.iterate;
+    r.insert(r.end(), lp.locate.begin(), lp.locate.end());
+    return r;
+  };
+  int64_t bound = std::max<int64_t>(0, n);
+  if (nest.loops.empty()) return bound;
+  const Loop& l0 = nest.loops[0];
+  for (const LevelRef& r : refs(l0))
+    if (r.level == 0) bound = add(bound, held[r.factor].nnz());
+  if (nest.loops.size() < 2 || nest.loops[1].index == l0.index) return bound;
+  const Loop& l1 = nest.loops[1];
+  int64_t most = 0;
+  for (const LevelRef& r : refs(l1))
+    if (r.level == 0 && !all_dense(held[r.factor])) most = add(most, most_under_level0(held[r.factor]));
+  if (most == 0) return bound;
+  for (const LevelRef& r0 : refs(l0)) {
+    if (r0.level != 0) continue;
+    const Tensor& t = held[r0.factor];
+    if (t.order < 2 || t.levels[1].kind == LevelKind::Singleton) continue;
+    bound = add(bound, mul(t.level_entries(1), most));
+  }
+  return bound;
 }
 
 // Estimated work per coordinate of the outermost loop's index: 1, plus the entries under that
@@ -664,7 +714,11 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
     // so every execution faulted hundreds of MB in again (A.*A on 9.6 M entries: 1.8 s at one
     // thread against 50 ms at two); pieces are kept, and joined as a parallel run's are.
     const bool serial_pieces = stream && workers.threads <= 1 && entries >= kSerialPieceWork / 32;
-    if (tp.parallel.parallel && n0 > 1 && (workers.threads > 1 || serial_pieces)) {
+    // At several threads, a bound on the work first: under the threshold, one chunk without the
+    // prefix (worth_parallel says why in explain).
+    const bool small = workers.threads > 1 && tp.parallel.parallel && n0 > 1 &&
+                       !worth_parallel(workers, outer_work_bound(tp.nest, held, n0));
+    if (!small && tp.parallel.parallel && n0 > 1 && (workers.threads > 1 || serial_pieces)) {
       // one slot per coordinate, or per run of them on a large dimension (kPartitionSlots)
       const int64_t wanted = std::min(kPartitionSlots, std::max<int64_t>(1024, 4 * entries));
       const int64_t width = std::max<int64_t>(1, (n0 + wanted - 1) / wanted);

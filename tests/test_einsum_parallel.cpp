@@ -440,6 +440,65 @@ TEST(ParallelEinsum, ThreadsPerCall) {
   }
 }
 
+// At several threads a call first bounds its work (outer_work_bound) and, under
+// min_parallel_work, runs one chunk without building the work prefix; the bound must never
+// hide a split that the prefix allows. For these nests (CSR operands, one slot per row) the
+// prefix's total is known in closed form: rows + nnz(A) for y(i)=A(i,k)*x(k) (x dense), rows +
+// nnz(A) + nnz(B) for Z(i,j)=A(i,j)*B(i,j), rows + nnz(A) + the multiplies for
+// C(i,j)=A(i,k)*B(k,j) (B's rows of unequal lengths). With min_parallel_work at that total the
+// call splits; at one unit more it runs one chunk.
+TEST(ParallelEinsum, SmallCallsSplitExactlyAtMinParallelWork) {
+  struct Knobs {
+    int64_t chunk = parallel_tuning().min_chunk_work.load();
+    int64_t parallel = parallel_tuning().min_parallel_work.load();
+    ~Knobs() {
+      parallel_tuning().min_chunk_work = chunk;
+      parallel_tuning().min_parallel_work = parallel;
+    }
+  } knobs;
+  parallel_tuning().min_chunk_work = 1;
+  Rng rng(41);
+  const int64_t rows = 60;
+  Tensor A = random_tensor(rng, {rows, 50}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  Tensor B = random_tensor(rng, {rows, 50}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  Tensor K = random_tensor(rng, {50, 40}, 0.12, fmt(SJ_FORMAT_CSR, 2));
+  Tensor x = random_tensor(rng, {50}, 1.0, fmt(SJ_FORMAT_DENSE, 1));
+  int64_t multiplies = 0;
+  {
+    const int64_t* ap = A.levels[1].pos.as<int64_t>();
+    const int32_t* ac = A.levels[1].crd.as<int32_t>();
+    const int64_t* kp = K.levels[1].pos.as<int64_t>();
+    for (int64_t p = 0; p < ap[rows]; ++p) multiplies += kp[ac[p] + 1] - kp[ac[p]];
+  }
+  struct Small {
+    std::string expr;
+    std::vector<Tensor> ops;
+    std::string out;
+    int64_t work;
+  };
+  const Small cases[] = {
+      {"y(i) = A(i,k) * x(k)", {A, x}, "dense", rows + A.nnz()},
+      {"Z(i,j) = A(i,j) * B(i,j)", {A, B}, "csr", rows + A.nnz() + B.nnz()},
+      {"C(i,j) = A(i,k) * K(k,j)", {A, K}, "csr", rows + A.nnz() + multiplies},
+  };
+  sj_op_options o;
+  sj_op_options_init(&o);
+  for (const Small& c : cases) {
+    SCOPED_TRACE(c.expr);
+    const Tensor want = EinsumPlan(context(1), c.expr, c.ops, {}, c.out, o).execute(c.ops);
+    for (int64_t threshold : {c.work, c.work + 1}) {
+      parallel_tuning().min_parallel_work = threshold;
+      EinsumPlan plan(context(2), c.expr, c.ops, {}, c.out, o);
+      ASSERT_TRUE(plan.terms()[0].parallel.parallel) << plan.terms()[0].parallel.reason;
+      EXPECT_TRUE(identical(want, plan.execute(c.ops))) << "min_parallel_work " << threshold;
+      const std::string text = plan.explain_text();
+      const bool split = text.find("last execution: 1 chunk(s)") == std::string::npos;
+      EXPECT_EQ(split, threshold == c.work) << "min_parallel_work " << threshold << " (work " << c.work << ")\n"
+                                            << text;
+    }
+  }
+}
+
 // A large sparse output at one thread is built in pieces of bounded work (each kept by the
 // plan, so a repeated execution touches no fresh memory), joined to the bytes a one-stream or
 // parallel run gives: a Hadamard product of 3 M input entries and an SpGEMM of 2 M multiplies.
