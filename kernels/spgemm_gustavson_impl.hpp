@@ -1325,15 +1325,15 @@ Tensor masked_saxpy_typed(const Tensor& Mt, const Tensor& At, const Tensor& Bt, 
   // The per-row work (a lookup in B per entry of A) is summed only where a bound on its total
   // leaves room for two chunks: at 2 threads that pass alone made a small product up to 1.28x
   // its 1-thread time (494_bus A<A> = A*A 1.22x, alternated in one process).
-  const bool maybe_parallel = w.threads > 1 && worth_parallel(w, rows + M.nnz() + multiply_bound(A, B));
+  const bool too_little = w.threads > 1 && !worth_parallel(w, rows + M.nnz() + multiply_bound(A, B));
   const Partition part =
-      !maybe_parallel ? partition_by_prefix(nullptr, rows, w, w.basis)
-                      : partition_rows(rows, w, "multiplies per row plus mask row", [&](int64_t i) {
-                          if (M.pos[i] == M.pos[i + 1]) return int64_t(0);
-                          int64_t f = M.pos[i + 1] - M.pos[i];
-                          for (int64_t pa = A.pos[i]; pa < A.pos[i + 1]; ++pa) f += B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]];
-                          return f;
-                        });
+      too_little ? partition_by_prefix(nullptr, rows, w, w.basis)
+                 : partition_rows(rows, w, "multiplies per row plus mask row", [&](int64_t i) {
+                     if (M.pos[i] == M.pos[i + 1]) return int64_t(0);
+                     int64_t f = M.pos[i + 1] - M.pos[i];
+                     for (int64_t pa = A.pos[i]; pa < A.pos[i + 1]; ++pa) f += B.pos[A.crd[pa] + 1] - B.pos[A.crd[pa]];
+                     return f;
+                   });
   // Wide products (see spgemm_gustavson.hpp) find each product's column in the mask row by
   // binary search instead of marking a dense array of all columns.
   bool wide = false;

@@ -99,17 +99,29 @@ int64_t last_level_begin(const Tensor& t, int64_t p) {
   return p;
 }
 
-// Stored entries under each position of level 0 of `t` (the last level's entries of its subtree).
-std::vector<int64_t> entries_under_level0(const Tensor& t) {
-  if (t.order == 0) return {};
-  const int64_t n0 = std::max<int64_t>(0, t.levels[0].kind == LevelKind::Dense ? t.level_dim(0) : t.level_entries(0));
-  std::vector<int64_t> out(static_cast<size_t>(n0));
+// Positions of level 0 of `t`.
+int64_t level0_positions(const Tensor& t) {
+  return std::max<int64_t>(0, t.levels[0].kind == LevelKind::Dense ? t.level_dim(0) : t.level_entries(0));
+}
+
+// Calls f(p, entries) for each position p of level 0 of `t` with the stored entries of its
+// subtree (the last level's).
+template <class F> void for_each_under_level0(const Tensor& t, F&& f) {
+  if (t.order == 0) return;
+  const int64_t n0 = level0_positions(t);
   int64_t begin = last_level_begin(t, 0);
   for (int64_t p = 0; p < n0; ++p) {
     const int64_t end = last_level_begin(t, p + 1);
-    out[static_cast<size_t>(p)] = end - begin;
+    f(p, end - begin);
     begin = end;
   }
+}
+
+// Stored entries under each position of level 0 of `t` (the last level's entries of its subtree).
+std::vector<int64_t> entries_under_level0(const Tensor& t) {
+  if (t.order == 0) return {};
+  std::vector<int64_t> out(static_cast<size_t>(level0_positions(t)));
+  for_each_under_level0(t, [&](int64_t p, int64_t e) { out[static_cast<size_t>(p)] = e; });
   return out;
 }
 
@@ -137,18 +149,18 @@ template <class F> void for_segment(const Tensor& t, int l, int64_t parent, F&& 
   });
 }
 
-// The most stored entries under one position of level 0 of `t`, in one pass over those
-// positions (O(order) each).
+// The most stored entries under one position of level 0 of `t` (no array of them).
 int64_t most_under_level0(const Tensor& t) {
-  if (t.order == 0) return 0;
-  const int64_t n0 = std::max<int64_t>(0, t.levels[0].kind == LevelKind::Dense ? t.level_dim(0) : t.level_entries(0));
-  int64_t most = 0, begin = last_level_begin(t, 0);
-  for (int64_t p = 0; p < n0; ++p) {
-    const int64_t end = last_level_begin(t, p + 1);
-    most = std::max(most, end - begin);
-    begin = end;
-  }
+  int64_t most = 0;
+  for_each_under_level0(t, [&](int64_t, int64_t e) { most = std::max(most, e); });
   return most;
+}
+
+// The level references a loop binds, iterated and located.
+std::vector<LevelRef> loop_refs(const Loop& lp) {
+  std::vector<LevelRef> r = lp.iterate;
+  r.insert(r.end(), lp.locate.begin(), lp.locate.end());
+  return r;
 }
 
 // An upper bound of outer_work_prefix's total, found without its arrays: n, plus every entry of
@@ -161,23 +173,18 @@ int64_t outer_work_bound(const LoopNest& nest, const std::vector<Tensor>& held, 
   constexpr int64_t kHuge = std::numeric_limits<int64_t>::max() / 4;
   auto add = [&](int64_t a, int64_t b) { return std::min(kHuge, a + std::min(kHuge, b)); };
   auto mul = [&](int64_t a, int64_t b) { return a != 0 && b > kHuge / a ? kHuge : a * b; };
-  auto refs = [](const Loop& lp) {
-    std::vector<LevelRef> r = lp.iterate;
-    r.insert(r.end(), lp.locate.begin(), lp.locate.end());
-    return r;
-  };
   int64_t bound = std::max<int64_t>(0, n);
   if (nest.loops.empty()) return bound;
   const Loop& l0 = nest.loops[0];
-  for (const LevelRef& r : refs(l0))
+  for (const LevelRef& r : loop_refs(l0))
     if (r.level == 0) bound = add(bound, held[r.factor].nnz());
   if (nest.loops.size() < 2 || nest.loops[1].index == l0.index) return bound;
   const Loop& l1 = nest.loops[1];
   int64_t most = 0;
-  for (const LevelRef& r : refs(l1))
+  for (const LevelRef& r : loop_refs(l1))
     if (r.level == 0 && !all_dense(held[r.factor])) most = add(most, most_under_level0(held[r.factor]));
   if (most == 0) return bound;
-  for (const LevelRef& r0 : refs(l0)) {
+  for (const LevelRef& r0 : loop_refs(l0)) {
     if (r0.level != 0) continue;
     const Tensor& t = held[r0.factor];
     if (t.order < 2 || t.levels[1].kind == LevelKind::Singleton) continue;
@@ -212,23 +219,18 @@ std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<T
   if (nest.loops.size() >= 2) {
     const Loop& l0 = nest.loops[0];
     const Loop& l1 = nest.loops[1];
-    auto refs = [](const Loop& lp) {
-      std::vector<LevelRef> r = lp.iterate;
-      r.insert(r.end(), lp.locate.begin(), lp.locate.end());
-      return r;
-    };
     // entries under each coordinate of the second loop's index, summed over the factors it
     // starts; a dense factor (SpMV's x, MTTKRP's B) adds the same to every coordinate, which is
     // proportional to the entries of level 1 that the level-0 term already counts: left out
     const int64_t n1 = l1.index == l0.index ? 0 : [&] {
       int64_t d = 0;
-      for (auto& r : refs(l1))
+      for (auto& r : loop_refs(l1))
         if (r.level == 0 && !all_dense(held[r.factor])) d = std::max(d, held[r.factor].level_dim(0));
       return d > kMaxWorkSlots ? 0 : d;
     }();
     std::vector<int64_t> under1(static_cast<size_t>(n1), 0);
     bool any1 = false;
-    for (auto& r : refs(l1)) {
+    for (auto& r : loop_refs(l1)) {
       if (r.level != 0 || n1 == 0) continue;
       const Tensor& t = held[r.factor];
       if (all_dense(t)) continue;
@@ -241,12 +243,12 @@ std::vector<int64_t> outer_work_prefix(const LoopNest& nest, const std::vector<T
     // equal everywhere: proportional to the entries of level 1 as well; skip the pass over them
     if (any1 && std::all_of(under1.begin(), under1.end(), [&](int64_t u) { return u == under1[0]; })) any1 = false;
     if (any1)
-      for (auto& r0 : refs(l0)) {
+      for (auto& r0 : loop_refs(l0)) {
         if (r0.level != 0) continue;
         const Tensor& t = held[r0.factor];
         if (t.order < 2 || t.levels[1].kind == LevelKind::Singleton) continue;
         bool second = false;  // the factor's level 1 is bound by the second loop
-        for (auto& r : refs(l1)) second |= r.factor == r0.factor && r.level == 1;
+        for (auto& r : loop_refs(l1)) second |= r.factor == r0.factor && r.level == 1;
         if (!second) continue;
         for_segment(t, 0, 0, [&](int64_t c, int64_t p) {
           if (c < 0 || c >= n) return;
@@ -714,11 +716,12 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
     // so every execution faulted hundreds of MB in again (A.*A on 9.6 M entries: 1.8 s at one
     // thread against 50 ms at two); pieces are kept, and joined as a parallel run's are.
     const bool serial_pieces = stream && workers.threads <= 1 && entries >= kSerialPieceWork / 32;
-    // At several threads, a bound on the work first: under the threshold, one chunk without the
-    // prefix (worth_parallel says why in explain).
-    const bool small = workers.threads > 1 && tp.parallel.parallel && n0 > 1 &&
-                       !worth_parallel(workers, outer_work_bound(tp.nest, held, n0));
-    if (!small && tp.parallel.parallel && n0 > 1 && (workers.threads > 1 || serial_pieces)) {
+    // At several threads a bound on the work comes first: under the threshold, one chunk
+    // without the prefix (worth_parallel says why in explain).
+    const bool split = tp.parallel.parallel && n0 > 1 &&
+                       (workers.threads > 1 ? worth_parallel(workers, outer_work_bound(tp.nest, held, n0))
+                                            : serial_pieces);
+    if (split) {
       // one slot per coordinate, or per run of them on a large dimension (kPartitionSlots)
       const int64_t wanted = std::min(kPartitionSlots, std::max<int64_t>(1024, 4 * entries));
       const int64_t width = std::max<int64_t>(1, (n0 + wanted - 1) / wanted);
