@@ -1,7 +1,7 @@
 // Parallel scaling (issue 6): each operation (and three index-notation expressions) with 1 and
 // 2 threads (or the counts --threads lists), ours (through the C API, a plan executed
 // repeatedly, schedule chosen by the planner) against SuiteSparse:GraphBLAS with the same
-// thread count (GxB_NTHREADS), push SpMSpV split by cuts against buckets, and SpGEMM on a
+// thread count (GxB_NTHREADS), push SpMSpV split by row blocks, cuts and buckets, and SpGEMM on a
 // skewed power-law input with static row partitioning (one equal-row chunk per thread) against
 // our dynamic work-balanced chunks.
 //
@@ -452,25 +452,29 @@ int main(int argc, char** argv) {
       }));
   print(rows);
 
-  // Push SpMSpV split by cuts of x's columns against buckets of x's products
-  // (kernels/spmspv_kernels.hpp, push_buckets_pay), at each thread count past the first.
+  // Push SpMSpV split by row blocks of A's CSC copy, by cuts of x's columns and by buckets of
+  // x's products (kernels/spmspv_kernels.hpp, push_row_blocks_pay, push_buckets_pay), at each
+  // thread count past the first.
   if (g_only.empty() || g_only == "push") {
     auto& split = sj::parallel_tuning().push_split;
     std::vector<std::function<void()>> sys{ours.plan(SJ_OP_SPMSPV, {hb, hx}, g_threads.front(), 0, nullptr)};
     for (size_t i = 1; i < g_threads.size(); ++i) {
       auto p = ours.plan(SJ_OP_SPMSPV, {hb, hx}, g_threads[i], 0, nullptr);
-      sys.push_back([&split, p] { split = 1; p(); split = 0; });
-      sys.push_back([&split, p] { split = 2; p(); split = 0; });
+      for (int how : {3, 1, 2}) sys.push_back([&split, p, how] { split = how; p(); split = 0; });
     }
     const auto t = time_all(sys);
     // A is square: its mean column length is its mean row length.
     const double column = sj::spmspv::mean_column(static_cast<int64_t>(big.crd.size()), big.inner);
-    std::printf("\nPush SpMSpV A*x, x 10%% (%s), %.2f ms at %dT; the rule takes buckets from %d threads on:\n",
+    std::printf("\nPush SpMSpV A*x, x 10%% (%s), %.2f ms at %dT; the rule takes buckets from %d threads on, "
+                "row blocks below:\n",
                 nb.c_str(), t[0], g_threads.front(), static_cast<int>(std::ceil(column / sj::spmspv::kBucketColumnPerThread)));
-    std::printf("| threads | cuts ms | speed-up | buckets ms | speed-up |\n|---:|---:|---:|---:|---:|\n");
-    for (size_t i = 1; i < g_threads.size(); ++i)
-      std::printf("| %d | %.2f | %.2fx | %.2f | %.2fx |\n", g_threads[i], t[2 * i - 1], t[0] / t[2 * i - 1], t[2 * i],
-                  t[0] / t[2 * i]);
+    std::printf("| threads | row blocks ms | speed-up | cuts ms | speed-up | buckets ms | speed-up |\n"
+                "|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t i = 1; i < g_threads.size(); ++i) {
+      const double* r = &t[3 * i - 2];
+      std::printf("| %d | %.2f | %.2fx | %.2f | %.2fx | %.2f | %.2fx |\n", g_threads[i], r[0], t[0] / r[0], r[1],
+                  t[0] / r[1], r[2], t[0] / r[2]);
+    }
   }
   // Static vs dynamic on the skewed input (heavy rows first): SpGEMM A*A at each thread count
   // past the first, against the first.

@@ -17,8 +17,9 @@
 //
 // Threads (src/work_partition.hpp): every kernel splits the OUTPUT rows into chunks by
 // estimated work (A's nnz per row) and each chunk computes its rows exactly as the serial
-// loop does: push walks its part of each of x's columns (cut once per column at every chunk's
-// first row, PushCuts) or adds its bucket of x's products, filled by all threads in
+// loop does: push walks x's columns in its own row block of A's CSC copy (PushRowBlocks, kept
+// with A's handle), or its part of each of x's columns (cut once per column at every chunk's
+// first row, PushCuts), or adds its bucket of x's products, filled by all threads in
 // increasing j (PushBuckets), into the running thread's accumulator. A sparse y is
 // collected per chunk at the chunk's own rows of the capacity-m sink (at most one entry per
 // row), and the chunks' segments are joined in row order. So y does not depend on the thread
@@ -29,6 +30,7 @@
 #include <cstring>
 #include <optional>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -96,24 +98,46 @@ template <class I, class V> struct RowSink {
   int64_t count = 0;  // total entries
   absl::InlinedVector<std::pair<int64_t, int64_t>, 2> segments;  // (start, entries) per chunk
 
-  // Copies the segments, in order, to oi/ov (capacity count).
-  void gather(I* oi, V* ov) const {
-    int64_t o = 0;
-    for (auto [start, n] : segments) {
-      if (!n) continue;
-      std::memcpy(oi + o, idx + start, sizeof(I) * static_cast<size_t>(n));
-      std::memcpy(ov + o, val + start, sizeof(V) * static_cast<size_t>(n));
-      o += n;
-    }
-  }
+  // Copies the segments, in order, to oi/ov (capacity count): a segment per chunk of w's
+  // threads where there are many entries (one thread copying ~6 MB took ~10% of a 2-thread
+  // push on x at 10% of a 600k-row A), else on this thread.
+  void gather(I* oi, V* ov, Workers& w) const { gather_as<I>(oi, ov, w); }
   // The same with the coordinates converted to J (the caller's coordinate type).
-  template <class J> void gather_as(J* oi, V* ov) const {
-    int64_t o = 0;
-    for (auto [start, n] : segments) {
-      for (int64_t k = 0; k < n; ++k) oi[o + k] = static_cast<J>(idx[start + k]);
-      if (n) std::memcpy(ov + o, val + start, sizeof(V) * static_cast<size_t>(n));
-      o += n;
+  template <class J> void gather_as(J* oi, V* ov, Workers& w) const {
+    for_segments(w, [&](int64_t start, int64_t n, int64_t o) {
+      if constexpr (std::is_same_v<I, J>) {
+        std::memcpy(oi + o, idx + start, sizeof(I) * static_cast<size_t>(n));
+      } else {
+        for (int64_t k = 0; k < n; ++k) oi[o + k] = static_cast<J>(idx[start + k]);
+      }
+      std::memcpy(ov + o, val + start, sizeof(V) * static_cast<size_t>(n));
+    });
+  }
+  void gather(I* oi, V* ov) const {
+    Workers serial = Workers::serial();
+    gather(oi, ov, serial);
+  }
+
+ private:
+  static constexpr int64_t kParallelGather = int64_t(1) << 17;  // entries
+  // Calls copy(start, n, out_offset) for every non-empty segment.
+  template <class Copy> void for_segments(Workers& w, Copy&& copy) const {
+    const int64_t k = static_cast<int64_t>(segments.size());
+    absl::InlinedVector<int64_t, 4> at(static_cast<size_t>(k) + 1, 0);
+    for (int64_t c = 0; c < k; ++c) at[c + 1] = at[c] + segments[c].second;
+    if (k < 2 || count < kParallelGather || w.threads <= 1) {
+      for (int64_t c = 0; c < k; ++c)
+        if (segments[c].second) copy(segments[c].first, segments[c].second, at[c]);
+      return;
     }
+    Partition each;  // one segment per chunk
+    each.bounds.resize(static_cast<size_t>(k) + 1);
+    for (int64_t c = 0; c <= k; ++c) each.bounds[c] = c;
+    const int64_t chunks = w.chunks;  // explain's chunk count stays the kernel's
+    w.run_indexed(each, [&](int64_t c, int64_t, int64_t) {
+      if (segments[c].second) copy(segments[c].first, segments[c].second, at[c]);
+    });
+    w.chunks = chunks;
   }
 };
 
@@ -144,9 +168,20 @@ inline int64_t column_last(const int64_t* pos, int64_t j) { return std::max(pos[
 constexpr double kBucketColumnPerThread = 4;
 inline bool push_buckets_pay(const Workers& w, double mean_column) {
   switch (parallel_tuning().push_split.load(std::memory_order_relaxed)) {
-    case 1: return false;
+    case 1: case 3: return false;
     case 2: return true;
     default: return w.threads > 1 && double(w.threads) * kBucketColumnPerThread >= mean_column;
+  }
+}
+// Whether a split push walks row blocks of A's CSC copy (PushRowBlocks), where the caller
+// keeps them with A's handle: wherever the rule takes no buckets. The blocks give each chunk
+// its own arrays, so they replace the cuts; with many threads and short columns each chunk
+// would still visit every column of x in its block, which the buckets avoid.
+inline bool push_row_blocks_pay(const Workers& w, double mean_column) {
+  switch (parallel_tuning().push_split.load(std::memory_order_relaxed)) {
+    case 1: case 2: return false;
+    case 3: return true;
+    default: return !push_buckets_pay(w, mean_column);
   }
 }
 // A's mean column length, from its nnz and column count (push_partition has A's CSR
@@ -367,18 +402,23 @@ template <class S, class I, class V> class PushBuckets {
   ScratchArray<int64_t> seg_;
 };
 
-// What the chunks of a split push read: cuts of x's columns (each chunk walks all of x) or
-// buckets of x's products (each chunk reads its own); neither for one chunk, which walks whole
-// columns. push_partition and push_split agree through push_buckets_pay.
+// What the chunks of a split push read: their own row blocks of A's CSC copy (each chunk
+// walks whole columns of its block: kernels/push_row_blocks.hpp), cuts of x's columns (each
+// chunk walks all of x) or buckets of x's products (each chunk reads its own); none for one
+// chunk, which walks whole columns. push_partition and push_split agree through
+// push_buckets_pay; the caller gives blocks only for the partition they were cut by.
 template <class S, class I, class V> struct PushSplit {
+  const CsView<I, V>* blocks = nullptr;  // one per chunk
   std::optional<PushCuts<I, V>> cuts;
   std::optional<PushBuckets<S, I, V>> buckets;
 };
 template <class S, class I, class V>
-PushSplit<S, I, V> push_split(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part, Workers& w) {
+PushSplit<S, I, V> push_split(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part, Workers& w,
+                              const CsView<I, V>* blocks = nullptr) {
   PushSplit<S, I, V> s;
   if (part.chunks() <= 1) return s;
-  if (push_buckets_pay(w, mean_column(Acsc))) s.buckets.emplace(Acsc, x, part, w);
+  if (blocks) s.blocks = blocks;
+  else if (push_buckets_pay(w, mean_column(Acsc))) s.buckets.emplace(Acsc, x, part, w);
   else s.cuts.emplace(Acsc, x, part, w);
   return s;
 }
@@ -423,9 +463,12 @@ int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Push
   uint8_t* mark = ws.mark.data();
   I* list = ws.list.data();
   int64_t cnt = 0;
-  const int64_t* pos = Acsc.pos;
-  const I* crd = Acsc.crd;
-  const V* val = Acsc.val;
+  // A chunk with its own row block walks that block's whole columns.
+  const bool own_block = split && split->blocks;
+  const CsView<I, V>& src = own_block ? split->blocks[c] : Acsc;
+  const int64_t* pos = src.pos;
+  const I* crd = src.crd;
+  const V* val = src.val;
   // Columns [b, e) that begin with four consecutive rows (mesh matrices) are walked with such
   // runs done four products at a time (kernels/push_runs_avx2.hpp), where S and V have that
   // form; the others one product at a time. The lambdas are forced inline: g++ has twice
@@ -446,7 +489,7 @@ int64_t push_walk(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Push
     for (int64_t q = b; q < e; ++q) push_runs::add_one<S, Dense>(crd[q], S::mul(val[q], xj), acc, mark, list, cnt);
   };
   const int64_t nx = x.nnz;
-  if (r0 > 0 || r1 < m) {
+  if ((r0 > 0 || r1 < m) && !own_block) {
     if (split && split->buckets) return split->buckets->template add<Dense>(c, acc, mark, list, cnt);
     if (!split || !split->cuts)
       fail(SJ_ERR_INTERNAL, "push: a chunk of rows [", r0, ", ", r1, ") of ", m, " has neither cuts nor buckets");
@@ -801,11 +844,13 @@ int64_t push_chunk_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, co
                                            how);
 }
 
-// Sparse y: sorted indices, written into the sink (capacity m) chunk by chunk.
+// Sparse y: sorted indices, written into the sink (capacity m) chunk by chunk. `blocks`: one
+// row block of A's CSC copy per chunk of `part` (kernels/push_row_blocks.hpp), or null.
 template <class S, class I, class V>
 void push_sparse(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const Partition& part, Workers& w,
-                 RowSink<I, V>& sink, PushAccumulator how = PushAccumulator::kAuto) {
-  const PushSplit<S, I, V> split = push_split<S>(Acsc, x, part, w);
+                 RowSink<I, V>& sink, PushAccumulator how = PushAccumulator::kAuto,
+                 const CsView<I, V>* blocks = nullptr) {
+  const PushSplit<S, I, V> split = push_split<S>(Acsc, x, part, w, blocks);
   run_sink_chunks(w, part, sink, [&](int64_t c, int64_t r0, int64_t r1) {
     return push_chunk_sparse<S>(Acsc, x, &split, c, r0, r1, sink.idx + r0, sink.val + r0, how);
   });
@@ -833,11 +878,11 @@ void push_chunk_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, const 
   });
 }
 
-// Dense y (length m): zero() where no product formed.
+// Dense y (length m): zero() where no product formed. `blocks` as for push_sparse.
 template <class S, class I, class V>
 void push_dense(const CsView<I, V>& Acsc, const SpVecView<I, V>& x, V* y, const Partition& part, Workers& w,
-                PushAccumulator how = PushAccumulator::kAuto) {
-  const PushSplit<S, I, V> split = push_split<S>(Acsc, x, part, w);
+                PushAccumulator how = PushAccumulator::kAuto, const CsView<I, V>* blocks = nullptr) {
+  const PushSplit<S, I, V> split = push_split<S>(Acsc, x, part, w, blocks);
   w.run_indexed(part, [&](int64_t c, int64_t r0, int64_t r1) {
     push_chunk_dense<S>(Acsc, x, &split, c, r0, r1, y, how);
   });

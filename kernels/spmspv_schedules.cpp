@@ -26,6 +26,7 @@
 #include <cmath>
 
 #include "kernels/coiter_drivers.hpp"
+#include "kernels/push_row_blocks.hpp"
 #include "kernels/schedule.hpp"
 #include "kernels/sparse_assembly.hpp"
 #include "kernels/spmspv_kernels.hpp"
@@ -110,9 +111,9 @@ Features features(const PlanInputs& in) {
 
 // The sink's entries as a sparse vector of length n, copied at exact size.
 template <class I, class V>
-Tensor sparse_vector_of(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType vt, const Allocator& alloc) {
+Tensor sparse_vector_of(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType vt, const Allocator& alloc, Workers& w) {
   Tensor y = make_sparse_vector(alloc, n, sink.count, index_type_of<I>(), vt);
-  sink.gather(y.levels[0].crd.as_mut<I>(), y.values.as_mut<V>());
+  sink.gather(y.levels[0].crd.as_mut<I>(), y.values.as_mut<V>(), w);
   return y;
 }
 
@@ -162,16 +163,16 @@ template <class I, class V> OutputTarget* direct_target(const ExecInputs& in, in
 // the coordinates in the type the caller receives; nothing is written when a buffer is too
 // small (the layout, which the caller gets back, says what is needed).
 template <class I, class V>
-void write_into(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType vt, OutputTarget& to) {
+void write_into(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType vt, OutputTarget& to, Workers& w) {
   set_vector_layout(to, n, vt, sink.count);
   const OutputLayout& o = to.layout;
   const OutputBuffers& b = *to.buffers;
   if (!output_buffers_fit(o, b)) check_output_buffers(o, b);  // throws, naming the array
   V* ov = static_cast<V*>(b.values);
   if (to.index_type == index_type_of<I>()) {
-    sink.gather(static_cast<I*>(b.crd), ov);
+    sink.gather(static_cast<I*>(b.crd), ov, w);
   } else {  // i32 computed, i64 asked for (the narrowing way is the plan's checked conversion)
-    sink.template gather_as<int64_t>(static_cast<int64_t*>(b.crd), ov);
+    sink.template gather_as<int64_t>(static_cast<int64_t*>(b.crd), ov, w);
   }
   to.written = true;
 }
@@ -180,10 +181,10 @@ void write_into(const spmspv::RowSink<I, V>& sink, int64_t n, ValueType vt, Outp
 template <class I, class V>
 Tensor sparse_result(const spmspv::RowSink<I, V>& sink, int64_t n, const ExecInputs& in) {
   if (in.into && !(sizeof(I) == 8 && in.into->index_type == IndexType::I32)) {
-    write_into(sink, n, in.prepared.value_type, *in.into);
+    write_into(sink, n, in.prepared.value_type, *in.into, workers_of(in));
     return Tensor{};
   }
-  return sparse_vector_of(sink, n, in.prepared.value_type, in.ctx.allocator);
+  return sparse_vector_of(sink, n, in.prepared.value_type, in.ctx.allocator, workers_of(in));
 }
 
 // Runs a row-wise kernel (split into chunks of rows on the call's threads) into a dense or
@@ -267,6 +268,18 @@ template <class S, class I, class V, bool Dense> bool push_direct(const DirectCa
   return true;
 }
 
+// Whether a push may give each chunk of a split call its own row block of A's CSC copy
+// (kernels/push_row_blocks.hpp): A given in CSR, not transposed, behind a handle that keeps
+// derived forms. The blocks replace the cuts of the whole copy (PushCuts), not the buckets.
+bool row_blocks_apply(const ExecInputs& in, const CscSource& src) {
+  return !src.zero_copy && in.req.options.transpose_a == 0 && in.req.operands[0].derived &&
+         is_csr(in.prepared.operands[0]);
+}
+// The kept blocks' name among the handle's facts: one set per thread count that split.
+std::string row_blocks_key(IndexType it, ValueType vt, int64_t k) {
+  return cat("csc-row-blocks/", to_string(it), "/", to_string(vt), "/", k);
+}
+
 class SpmspvSchedule : public ScheduleImpl {
  public:
   sj_op op() const override { return SJ_OP_SPMSPV; }
@@ -343,30 +356,60 @@ class Push final : public SpmspvSchedule {
     Tensor storage;
     const CscSource src =
         in.state ? *static_cast<const CscSource*>(in.state) : csc_source(in.req, in.prepared.index_type);
-    const Tensor& csc = csc_of(in.req, src, in.prepared, in.ctx.allocator, storage);
     return dispatch_kernel(in, [&](auto s, auto i, auto v) {
       using S = decltype(s);
       using I = decltype(i);
       using V = decltype(v);
       const Allocator& alloc = in.ctx.allocator;
       const ValueType vt = in.prepared.value_type;
-      auto A = cs_view<I, V>(csc);  // outer = columns
       auto x = spvec_view<I, V>(in.prepared.operands[1]);
-      if (A.outer != x.n) fail(SJ_ERR_SHAPE_MISMATCH, "spmspv: A is ", A.inner, "x", A.outer, " but x has length ", x.n);
-      // Output rows split by A's nnz per row (the CSR form's positions).
       Workers& w = workers_of(in);
-      const Partition part = spmspv::push_partition(in.prepared.operands[0].levels[1].pos.as<int64_t>(), A.inner,
-                                                    x.nnz, x.n, w);
+      // A split call on a CSR A kept with its handle walks row blocks of A's CSC copy, one per
+      // chunk (kernels/push_row_blocks.hpp); other calls walk the whole CSC copy (or A itself).
+      std::shared_ptr<const spmspv::PushRowBlocks<I, V>> blocks;
+      CsView<I, V> A;  // outer = columns
+      Partition part;
+      const bool may_block = row_blocks_apply(in, src);
+      if (may_block) {
+        const Tensor& csr = in.prepared.operands[0];
+        const int64_t m = csr.dims[0], n = csr.dims[1];
+        if (n != x.n) fail(SJ_ERR_SHAPE_MISMATCH, "spmspv: A is ", m, "x", n, " but x has length ", x.n);
+        const int64_t* row_pos = csr.levels[1].pos.as<int64_t>();
+        part = spmspv::push_partition(row_pos, m, x.nnz, x.n, w);
+        if (part.chunks() > 1 && spmspv::push_row_blocks_pay(w, spmspv::mean_column(row_pos[m] - row_pos[0], n))) {
+          // Blocks are cut as the push cuts rows for this thread count (fewer chunks than
+          // threads where A has few rows); another partition (the static-rows ablation) reads
+          // cuts of the whole copy.
+          const int64_t k = w.threads;
+          if (partition_into(row_pos, m, k).bounds == part.bounds) {
+            blocks = in.req.operands[0].derived->template fact<spmspv::PushRowBlocks<I, V>>(
+                row_blocks_key(csr.index_type, vt, k), [&] { return spmspv::make_push_row_blocks<I, V>(csr, k, alloc, w); });
+            if (blocks->part.bounds != part.bounds)
+              fail(SJ_ERR_INTERNAL, "push: kept row blocks of A do not match the call's ", part.chunks(), " chunks");
+            A = blocks->whole;
+            w.basis = "A's nnz per output row, a chunk per thread (each walks its own row block of A's CSC copy)";
+          }
+        }
+      }
+      if (!blocks) {
+        A = cs_view<I, V>(csc_of(in.req, src, in.prepared, alloc, storage));
+        if (A.outer != x.n) fail(SJ_ERR_SHAPE_MISMATCH, "spmspv: A is ", A.inner, "x", A.outer, " but x has length ", x.n);
+        // Output rows split by A's nnz per row (the CSR form's positions).
+        if (!may_block)
+          part = spmspv::push_partition(in.prepared.operands[0].levels[1].pos.as<int64_t>(), A.inner, x.nnz, x.n, w);
+      }
+      const CsView<I, V>* block_views = blocks ? blocks->views.data() : nullptr;
       // One named result per lambda, returned as prvalues (see run_rowwise).
       auto dense = [&] {
         Tensor y = make_dense(alloc, 1, &A.inner, vt);
-        spmspv::push_dense<S>(A, x, y.values.as_mut<V>(), part, w);
+        spmspv::push_dense<S>(A, x, y.values.as_mut<V>(), part, w, spmspv::PushAccumulator::kAuto, block_views);
         return y;
       };
       // Into the caller's buffer by one chunk, which writes only after its workspace is sized:
       // of several, one could fail after another wrote its rows.
       auto dense_into = [&] {
-        spmspv::push_dense<S>(A, x, static_cast<V*>(in.into->buffers->values), part, w);
+        spmspv::push_dense<S>(A, x, static_cast<V*>(in.into->buffers->values), part, w, spmspv::PushAccumulator::kAuto,
+                                 block_views);
         set_dense_layout(*in.into, A.inner, vt);
         in.into->written = true;
         return Tensor{};
@@ -382,7 +425,7 @@ class Push final : public SpmspvSchedule {
         OutputTarget* direct = direct_target<I, V>(in, A.inner, part.chunks());
         sink.idx = direct ? static_cast<I*>(direct->buffers->crd) : ws.outi.data();
         sink.val = direct ? static_cast<V*>(direct->buffers->values) : ws.outv.data();
-        spmspv::push_sparse<S>(A, x, part, w, sink);
+        spmspv::push_sparse<S>(A, x, part, w, sink, spmspv::PushAccumulator::kAuto, block_views);
         if (direct) {
           set_vector_layout(*direct, A.inner, vt, sink.count);
           direct->written = true;

@@ -37,8 +37,10 @@ struct ParallelTuning {
   // slower than one thread (GraphBLAS's threshold, GxB_CHUNK, is 64k per thread).
   std::atomic<int64_t> min_parallel_work{1 << 18};
   std::atomic<int> chunks_per_thread{8};
-  // How a split push SpMSpV reads x (kernels/spmspv_kernels.hpp, push_buckets_pay): 0 by its
-  // rule, 1 always cuts of x's columns, 2 always buckets of x's products (tests, benchmarks).
+  // How a split push SpMSpV reads A and x (kernels/spmspv_kernels.hpp, push_buckets_pay,
+  // push_row_blocks_pay): 0 by its rule, 1 always cuts of x's columns, 2 always buckets of x's
+  // products, 3 row blocks of A's CSC copy where A's handle can keep them, else cuts (tests,
+  // benchmarks).
   std::atomic<int> push_split{0};
 };
 ParallelTuning& parallel_tuning();

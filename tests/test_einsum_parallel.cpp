@@ -35,19 +35,7 @@ using test::Rng;
 
 constexpr int kThreadCounts[] = {1, 2, 3, 7};
 
-// Small inputs are split into many chunks (the default keeps them serial).
-struct SplitSmallInputs {
-  int64_t saved = parallel_tuning().min_chunk_work.load();
-  int64_t saved_parallel = parallel_tuning().min_parallel_work.load();
-  SplitSmallInputs() {
-    parallel_tuning().min_chunk_work = 1;
-    parallel_tuning().min_parallel_work = 1;
-  }
-  ~SplitSmallInputs() {
-    parallel_tuning().min_chunk_work = saved;
-    parallel_tuning().min_parallel_work = saved_parallel;
-  }
-};
+using sj::test::SplitSmallInputs;
 
 const Context& context(int threads) {
   static std::vector<std::unique_ptr<Context>> all = [] {

@@ -40,19 +40,7 @@ using sj::test::same_bits;
 
 constexpr int kThreadCounts[] = {1, 2, 3, 7};
 
-// Small inputs are split into many chunks (the default keeps them serial).
-struct SplitSmallInputs {
-  int64_t saved = sj::parallel_tuning().min_chunk_work.load();
-  int64_t saved_parallel = sj::parallel_tuning().min_parallel_work.load();
-  SplitSmallInputs() {
-    sj::parallel_tuning().min_chunk_work = 1;
-    sj::parallel_tuning().min_parallel_work = 1;
-  }
-  ~SplitSmallInputs() {
-    sj::parallel_tuning().min_chunk_work = saved;
-    sj::parallel_tuning().min_parallel_work = saved_parallel;
-  }
-};
+using sj::test::SplitSmallInputs;
 
 const sj::Context& context(int threads) {
   static std::vector<std::unique_ptr<sj::Context>> all = [] {
@@ -371,6 +359,48 @@ template <class I> void push_buckets_match_serial() {
       EXPECT_EQ(got.second, want.second) << part.chunks() << " chunks, " << threads << " threads";
     }
 }
+// A sparse y's chunks (segments at their rows' offsets, empty ones among them) copied into
+// one array: on several threads once the entries are many (RowSink::gather), in order, the
+// same as one thread copies them, also converted to i64 coordinates.
+TEST(WorkPartition, PushSinkGathersLargeResultsInOrder) {
+  Rng rng(41);
+  const int64_t m = 600000;
+  std::vector<int32_t> idx(m);
+  std::vector<double> val(m);
+  for (int64_t i = 0; i < m; ++i) {
+    idx[i] = static_cast<int32_t>(i);
+    val[i] = rng.uniform01() - 0.5;
+  }
+  for (int chunks : {1, 2, 5, 16}) {
+    sj::spmspv::RowSink<int32_t, double> sink;
+    sink.idx = idx.data();
+    sink.val = val.data();
+    for (int c = 0; c < chunks; ++c) {  // chunk c of m / chunks rows keeps a random prefix of them
+      const int64_t r0 = m * c / chunks, r1 = m * (c + 1) / chunks;
+      const int64_t n = c == 1 ? 0 : static_cast<int64_t>(rng.uniform01() * static_cast<double>(r1 - r0));
+      sink.segments.push_back({r0, n});
+      sink.count += n;
+    }
+    std::vector<int32_t> want_i(sink.count);
+    std::vector<double> want_v(sink.count);
+    sink.gather(want_i.data(), want_v.data());
+    for (int threads : kThreadCounts) {
+      sj::Workers w = sj::Workers::for_call(context(threads), 0);
+      std::vector<int32_t> gi(sink.count, -1);
+      std::vector<double> gv(sink.count, 0);
+      std::vector<int64_t> wide(sink.count, -1);
+      std::vector<double> wv(sink.count, 0);
+      sink.gather(gi.data(), gv.data(), w);
+      sink.gather_as<int64_t>(wide.data(), wv.data(), w);
+      EXPECT_EQ(gi, want_i) << chunks << " chunks, " << threads << " threads";
+      EXPECT_EQ(0, std::memcmp(gv.data(), want_v.data(), sizeof(double) * gv.size())) << chunks << " chunks";
+      EXPECT_EQ(std::vector<int64_t>(want_i.begin(), want_i.end()), wide) << chunks << " chunks, " << threads << " threads";
+      EXPECT_EQ(0, std::memcmp(wv.data(), want_v.data(), sizeof(double) * wv.size())) << chunks << " chunks";
+      EXPECT_EQ(w.chunks, 1) << "explain's chunk count is the kernel's, not the copy's";
+    }
+  }
+}
+
 TEST(WorkPartition, PushBucketsMatchSerialOnTallInputsBothIndexTypes) {
   push_buckets_match_serial<int32_t>();
   push_buckets_match_serial<int64_t>();

@@ -11,8 +11,23 @@
 #include <vector>
 
 #include "src/error.hpp"
+#include "src/work_partition.hpp"
 
 namespace sj::test {
+
+// Small inputs are split into many chunks (the default keeps them serial), for one scope.
+struct SplitSmallInputs {
+  int64_t saved = parallel_tuning().min_chunk_work.load();
+  int64_t saved_parallel = parallel_tuning().min_parallel_work.load();
+  SplitSmallInputs() {
+    parallel_tuning().min_chunk_work = 1;
+    parallel_tuning().min_parallel_work = 1;
+  }
+  ~SplitSmallInputs() {
+    parallel_tuning().min_chunk_work = saved;
+    parallel_tuning().min_parallel_work = saved_parallel;
+  }
+};
 
 // The status and message of the sj::Error that f() threw; nullopt when it returned.
 struct Failure {
