@@ -3,6 +3,7 @@
 // indices outermost, or a `where` consumer draining a sorted workspace), so the result's
 // levels are assembled as the stream arrives: no coordinate list, no sort.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,28 @@
 #include "src/work_partition.hpp"
 
 namespace sj::einsum {
+
+// An append-only array for the streamed entries: push_back is a compare and a store, growth
+// is out of line. std::vector's push_back, its reallocation inlined, had every emitted entry
+// save and restore six registers.
+template <class T> class AppendArray {
+ public:
+  void push_back(T x) {
+    if (n_ == buf_.size()) [[unlikely]]
+      grow();
+    buf_[n_++] = x;
+  }
+  size_t size() const { return n_; }
+  size_t capacity() const { return buf_.size(); }
+  const T& operator[](size_t i) const { return buf_[i]; }
+  const T* data() const { return buf_.data(); }
+  void clear() { n_ = 0; }
+
+ private:
+  [[gnu::noinline]] void grow() { buf_.resize(std::max<size_t>(256, 2 * buf_.size())); }
+  std::vector<T> buf_;
+  size_t n_ = 0;
+};
 
 // The kernel calls sj_einsum_emit(sink, coords, value) with coordinates in mode order.
 struct EmitSink {
@@ -51,12 +74,15 @@ struct StreamingAssembler : EmitSink {
   int dense_prefix = 0;
   int64_t dense_positions = 1;
   int64_t dense_base = 0;  // the first dense position this assembler counts (a piece's)
+  // the previous entry's coordinates in level order (layouts of one compressed level keep its
+  // dense position and coordinate instead: emit_one_compressed)
   std::array<int64_t, kMaxOrder> last{};
   bool any = false;
   bool out_of_order = false;  // a repeated coordinate (a bug): finish() refuses
   std::vector<int64_t> first_counts;            // per dense position: entries of the first compressed level
-  std::array<std::vector<int64_t>, kMaxOrder> pos, crd;
-  std::vector<double> values;
+  std::array<std::vector<int64_t>, kMaxOrder> pos;
+  std::array<AppendArray<int64_t>, kMaxOrder> crd;
+  AppendArray<double> values;
 };
 
 // Assemblers kept by a plan between executions (taken and given back by concurrent

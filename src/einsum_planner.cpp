@@ -715,7 +715,10 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
     // one stream of a large result grows its vectors past what the plan keeps (AssemblerStock),
     // so every execution faulted hundreds of MB in again (A.*A on 9.6 M entries: 1.8 s at one
     // thread against 50 ms at two); pieces are kept, and joined as a parallel run's are.
-    const bool serial_pieces = stream && workers.threads <= 1 && entries >= kSerialPieceWork / 32;
+    // Only where the work's bound allows more than one piece: the prefix below is a pass over
+    // the operands that then made a single piece (12% of a y(i) = A(i,k) * x(k) on bayer10).
+    const bool serial_pieces = stream && workers.threads <= 1 && entries >= kSerialPieceWork / 32 &&
+                               outer_work_bound(tp.nest, held, n0) > kSerialPieceWork;
     // At several threads a bound on the work comes first: under the threshold, one chunk
     // without the prefix (worth_parallel says why in explain).
     const bool split = tp.parallel.parallel && n0 > 1 &&

@@ -71,9 +71,12 @@ IndexType compute_index_type(const Operands& operands) {
   return stored[1] > stored[0] ? IndexType::I64 : IndexType::I32;
 }
 
-// The two coordinate types of a call: `result`, i64 when any operand has it (the default output
-// type), and `compute`, what kernels run in: i32 when every operand is i32, else the vote of
-// compute_index_type.
+// The two coordinate types of a call: `result`, i64 when an operand stores i64 coordinates
+// (the default output type), and `compute`, what kernels run in: i32
+// when every operand is i32, else the vote of compute_index_type. A dense operand stores no
+// coordinates, so its type (a label: sj_tensor_create_dense gives i64) does not count: an
+// einsum y(i) = A(i,k) * x(k) of an i32 A and a dense x returned an i64 y, converted on
+// every execution.
 struct IndexTypes {
   IndexType compute = IndexType::I32, result = IndexType::I32;
 };
@@ -81,7 +84,8 @@ template <class Operands>
 IndexTypes index_types_of(const Operands& operands) {
   IndexTypes types;
   for (const Tensor& t : operands)
-    if (t.index_type == IndexType::I64) types.result = IndexType::I64;
+    for (int l = 0; l < t.order; ++l)
+      if (t.index_type == IndexType::I64 && t.levels[l].kind != LevelKind::Dense) types.result = IndexType::I64;
   if (types.result == IndexType::I64) types.compute = compute_index_type(operands);
   return types;
 }

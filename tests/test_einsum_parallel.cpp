@@ -278,6 +278,107 @@ TEST(ParallelEinsum, AssemblerPiecesJoinToTheWhole) {
   }
 }
 
+// Each layout's emit (one compressed level after 0, 1 or 2 dense ones, and any other layout)
+// builds what the coordinate list gives, through the arrays' growth and after a reset (a plan
+// reuses its assemblers); an entry emitted twice is refused by finish.
+TEST(ParallelEinsum, AssemblerLayoutsMatchTheCoordinateList) {
+  Rng rng(21);
+  auto spec_of = [](std::vector<LevelKind> kinds, std::vector<int> order) {
+    FormatSpec s;
+    s.order = static_cast<int>(kinds.size());
+    for (int l = 0; l < s.order; ++l) {
+      s.kinds[l] = kinds[l];
+      s.mode_order[l] = order[l];
+    }
+    return s;
+  };
+  const LevelKind D = LevelKind::Dense, C = LevelKind::Compressed;
+  struct Case {
+    FormatSpec spec;
+    std::array<int64_t, kMaxOrder> dims;
+  };
+  const Case cases[] = {
+      {spec_of({C}, {0}), {3000}},                      // sparse vector
+      {spec_of({D, C}, {0, 1}), {70, 90}},              // CSR
+      {spec_of({D, C}, {1, 0}), {90, 70}},              // CSC: level order (j, i)
+      {spec_of({D, D, C}, {0, 1, 2}), {9, 8, 60}},      // dense, dense, compressed
+      {spec_of({C, C}, {0, 1}), {70, 90}},              // DCSR: the general emit
+      {spec_of({D, C, C}, {0, 1, 2}), {9, 20, 40}},     // the general emit, 3-D
+  };
+  for (const Case& k : cases) {
+    const FormatSpec& spec = k.spec;
+    int64_t total = 1;
+    for (int l = 0; l < spec.order; ++l) total *= k.dims[spec.mode_order[l]];
+    // every position in level order with probability 0.3: coordinates arrive sorted and unique
+    std::vector<std::array<int64_t, kMaxOrder>> entries;
+    for (int64_t q = 0; q < total; ++q) {
+      if (!rng.bernoulli(0.3)) continue;
+      std::array<int64_t, kMaxOrder> c{};
+      int64_t r = q;
+      for (int l = spec.order - 1; l >= 0; --l) {
+        c[spec.mode_order[l]] = r % k.dims[spec.mode_order[l]];
+        r /= k.dims[spec.mode_order[l]];
+      }
+      entries.push_back(c);
+    }
+    ASSERT_GT(entries.size(), 600u) << format_text(spec);  // past the first growth (256)
+    CooTensor coo;
+    coo.order = spec.order;
+    coo.dims = k.dims;
+    for (size_t e = 0; e < entries.size(); ++e) {
+      for (int m = 0; m < spec.order; ++m) coo.coords[m].push_back(entries[e][m]);
+      coo.values.push_back(0.5 + static_cast<double>(e));
+    }
+    for (IndexType it : {IndexType::I32, IndexType::I64}) {
+      const Tensor want = from_coo(coo, spec, it, ValueType::F64, default_allocator());
+      StreamingAssembler a(spec, k.dims);
+      for (int round = 0; round < 2; ++round) {  // the second after reset, arrays kept
+        if (round == 1) a.reset(spec, k.dims, 0, k.dims[spec.mode_order[0]]);
+        for (size_t e = 0; e < entries.size(); ++e) a.emit(&a, entries[e].data(), 0.5 + static_cast<double>(e));
+        EXPECT_TRUE(identical(want, a.finish(it, ValueType::F64, default_allocator())))
+            << format_text(spec) << " round " << round;
+      }
+      a.reset(spec, k.dims, 0, k.dims[spec.mode_order[0]]);
+      a.emit(&a, entries[0].data(), 1.0);
+      a.emit(&a, entries[1].data(), 2.0);
+      a.emit(&a, entries[1].data(), 3.0);
+      try {
+        a.finish(it, ValueType::F64, default_allocator());
+        ADD_FAILURE() << format_text(spec) << ": a repeated entry was accepted";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.status(), SJ_ERR_INTERNAL) << e.what();
+      }
+    }
+  }
+}
+
+// A dense operand stores no coordinates: its index type (sj_tensor_create_dense's label is
+// int64) does not make the result int64; an int64 matrix, or the options, still do.
+TEST(ParallelEinsum, DenseOperandsDoNotSetTheResultIndexType) {
+  Rng rng(4);
+  Tensor A = random_tensor(rng, {50, 40}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  Tensor x = random_tensor(rng, {40}, 1.0, fmt(SJ_FORMAT_DENSE, 1));
+  x.index_type = IndexType::I64;
+  ASSERT_EQ(A.index_type, IndexType::I32);
+  sj_op_options o;
+  sj_op_options_init(&o);
+  const Tensor y32 = EinsumPlan(context(1), "y(i) = A(i,k) * x(k)", {A, x}, {}, std::nullopt, o).execute({A, x});
+  EXPECT_EQ(y32.index_type, IndexType::I32);
+  Tensor A64 = convert(A, format_spec_of(A), IndexType::I64, default_allocator());
+  const Tensor y64 = EinsumPlan(context(1), "y(i) = A(i,k) * x(k)", {A64, x}, {}, std::nullopt, o).execute({A64, x});
+  EXPECT_EQ(y64.index_type, IndexType::I64);
+  o.output_index_type = SJ_INDEX_INT64;
+  const Tensor asked = EinsumPlan(context(1), "y(i) = A(i,k) * x(k)", {A, x}, {}, std::nullopt, o).execute({A, x});
+  EXPECT_EQ(asked.index_type, IndexType::I64);
+  // the same entries in each
+  ASSERT_EQ(y32.nnz(), y64.nnz());
+  ASSERT_EQ(y32.nnz(), asked.nnz());
+  for (int64_t p = 0; p < y32.nnz(); ++p) {
+    EXPECT_EQ(y32.levels[0].crd.as<int32_t>()[p], y64.levels[0].crd.as<int64_t>()[p]);
+    EXPECT_EQ(y32.values.as<double>()[p], asked.values.as<double>()[p]);
+  }
+}
+
 // ---- expressions, 1/2/3/7 threads ------------------------------------------------------------
 
 TEST(ParallelEinsum, SpmvAndSpgemm) {

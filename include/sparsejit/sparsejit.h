@@ -351,7 +351,8 @@ typedef struct sj_op_options {
   int dense_output;       /* nonzero: the result is a dense tensor */
   int transpose_a;        /* use A^T */
   int transpose_b;        /* use B^T (SpGEMM, element-wise) */
-  int output_index_type;  /* -1 = like the inputs (int64 if any operand has int64 indices);
+  int output_index_type;  /* -1 = like the inputs (int64 if any operand stores int64
+                             indices; a dense operand stores none);
                              else an sj_index_type. Operands of mixed index types are
                              computed in the type most stored indices have (the smaller
                              operands are converted for the call), int64 only when a
