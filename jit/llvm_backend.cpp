@@ -34,7 +34,7 @@ extern "C" void sj_einsum_emit(void* sink, const int64_t* coords, double value) 
   auto* s = static_cast<sj::einsum::EmitSink*>(sink);
   s->emit(s, coords, value);
 }
-extern "C" void sj_einsum_sort(int64_t* list, int64_t n) { std::sort(list, list + n); }
+extern "C" void sj_einsum_sort(int64_t* list, int64_t n) { sj::einsum::sort_workspace_list(list, n); }
 
 namespace sj::jit {
 namespace {

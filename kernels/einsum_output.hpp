@@ -41,6 +41,10 @@ struct EmitSink {
   void (*emit)(EmitSink* self, const int64_t* coords, double value) = nullptr;
 };
 
+// Sorts a `where` workspace's list of touched coordinates (generated kernels call it through
+// sj_einsum_sort before draining the workspace in order).
+void sort_workspace_list(int64_t* list, int64_t n);
+
 // Collects entries as a coordinate list (any order; for sums of several terms).
 struct CooSink : EmitSink {
   explicit CooSink(int order, const std::array<int64_t, kMaxOrder>& dims);

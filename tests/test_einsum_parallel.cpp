@@ -352,6 +352,25 @@ TEST(ParallelEinsum, AssemblerLayoutsMatchTheCoordinateList) {
   }
 }
 
+// The where consumer's sort: networks for short lists of 32-bit keys (narrow spans in 16-bit
+// lanes, wide ones in 32-bit), std::sort otherwise (long lists, negative or 64-bit keys).
+TEST(ParallelEinsum, WorkspaceListsSortAsStdSort) {
+  Rng rng(17);
+  const int64_t spans[] = {1, 100, 65534, 65535, 1000000, int64_t{2147483646}, int64_t{1} << 40};
+  for (int64_t n : {0, 1, 2, 7, 8, 9, 16, 17, 63, 64, 65, 200, 255, 256, 257, 400}) {
+    for (int64_t span : spans) {
+      for (int64_t base : {int64_t{0}, int64_t{5}, int64_t{-3}}) {
+        std::vector<int64_t> list;
+        for (int64_t i = 0; i < n; ++i) list.push_back(base + rng.uniform_int(0, span - 1));
+        std::vector<int64_t> want = list;
+        std::sort(want.begin(), want.end());
+        sort_workspace_list(list.data(), n);
+        EXPECT_EQ(list, want) << "n " << n << " span " << span << " base " << base;
+      }
+    }
+  }
+}
+
 // A dense operand stores no coordinates: its index type (sj_tensor_create_dense's label is
 // int64) does not make the result int64; an int64 matrix, or the options, still do.
 TEST(ParallelEinsum, DenseOperandsDoNotSetTheResultIndexType) {
