@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "kernels/sort_network_avx2.hpp"
 #include "src/dispatch.hpp"
@@ -26,27 +27,73 @@ Tensor empty_result(const FormatSpec& spec, const std::array<int64_t, kMaxOrder>
 }
 }  // namespace
 
+namespace {
+
+// LSD radix sort of list[0..n) (every key in [lo, lo + span], span < 2^32) by digits of at most 11
+// bits of key - lo: as many passes as the span needs, each a count, a prefix sum and a stable
+// scatter, with no branch on the data.
+void radix_sort(int64_t* list, int64_t n, int64_t lo, uint64_t span) {
+  constexpr int kBits = 11;
+  constexpr size_t kBuckets = size_t{1} << kBits;
+  int bits = 1;
+  while (bits < 64 && (span >> bits) != 0) ++bits;
+  const int passes = (bits + kBits - 1) / kBits;
+  const int digit = (bits + passes - 1) / passes;  // equal digits: 2 passes of 9 bits, not 11 + 7
+  thread_local std::vector<uint32_t> a, b;
+  a.resize(static_cast<size_t>(n));
+  b.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) a[i] = static_cast<uint32_t>(static_cast<uint64_t>(list[i]) - static_cast<uint64_t>(lo));
+  uint32_t count[kBuckets];
+  for (int pass = 0; pass < passes; ++pass) {
+    const int shift = pass * digit;
+    const uint32_t mask = (uint32_t{1} << digit) - 1;
+    std::fill_n(count, size_t{1} << digit, 0u);
+    for (int64_t i = 0; i < n; ++i) ++count[(a[i] >> shift) & mask];
+    uint32_t sum = 0;
+    for (size_t d = 0; d < (size_t{1} << digit); ++d) {
+      const uint32_t c = count[d];
+      count[d] = sum;
+      sum += c;
+    }
+    for (int64_t i = 0; i < n; ++i) b[count[(a[i] >> shift) & mask]++] = a[i];
+    a.swap(b);
+  }
+  for (int64_t i = 0; i < n; ++i) list[i] = static_cast<int64_t>(static_cast<uint64_t>(lo) + a[i]);
+  if (a.size() > (size_t{1} << 20)) {  // a huge list's scratch is not kept
+    std::vector<uint32_t>().swap(a);
+    std::vector<uint32_t>().swap(b);
+  }
+}
+
+}  // namespace
+
 void sort_workspace_list(int64_t* list, int64_t n) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  // A list of at most 256 coordinates under 2^31 (a SpGEMM row's columns, as a where consumer
-  // drains them) goes through the sorting networks of the SpGEMM kernels, as 32-bit keys:
-  // std::sort mispredicts about once per key, and was 27% of C(i,j) = A(i,k) * B(k,j) into CSR
+  // The keys are a SpGEMM-like row's columns, in the order the products first touched them.
+  // std::sort mispredicts about once per key: it was 27% of C(i,j) = A(i,k) * B(k,j) into CSR
   // on ca-GrQc (callgrind), more than the products.
-  if (n > 1 && n <= sort_network::kMaxKeys && sort_network::available()) {
-    int64_t lo = list[0], hi = list[0];
-    for (int64_t i = 1; i < n; ++i) {
-      lo = std::min(lo, list[i]);
-      hi = std::max(hi, list[i]);
-    }
-    if (lo >= 0 && hi < std::numeric_limits<int32_t>::max()) {
-      int32_t keys[sort_network::kMaxKeys];
-      for (int64_t i = 0; i < n; ++i) keys[i] = static_cast<int32_t>(list[i]);
-      sort_network::sort(keys, n, lo, hi);
-      for (int64_t i = 0; i < n; ++i) list[i] = keys[i];
-      return;
-    }
+  if (n < 2) return;
+  int64_t lo = list[0], hi = list[0];
+  for (int64_t i = 1; i < n; ++i) {
+    lo = std::min(lo, list[i]);
+    hi = std::max(hi, list[i]);
+  }
+#if defined(__x86_64__) && defined(__GNUC__)
+  // Up to 256 keys under 2^31: the SpGEMM kernels' sorting networks, as 32-bit keys.
+  if (n <= sort_network::kMaxKeys && lo >= 0 && hi < std::numeric_limits<int32_t>::max() &&
+      sort_network::available()) {
+    int32_t keys[sort_network::kMaxKeys];
+    for (int64_t i = 0; i < n; ++i) keys[i] = static_cast<int32_t>(list[i]);
+    sort_network::sort(keys, n, lo, hi);
+    for (int64_t i = 0; i < n; ++i) list[i] = keys[i];
+    return;
   }
 #endif
+  // Longer lists (a power-law input's heavy rows) by radix, where the span fits 32 bits.
+  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);  // hi >= lo: no wrap
+  if (n > 64 && n < (int64_t{1} << 31) && span <= UINT32_MAX) {
+    radix_sort(list, n, lo, span);
+    return;
+  }
   std::sort(list, list + n);
 }
 

@@ -353,11 +353,13 @@ TEST(ParallelEinsum, AssemblerLayoutsMatchTheCoordinateList) {
 }
 
 // The where consumer's sort: networks for short lists of 32-bit keys (narrow spans in 16-bit
-// lanes, wide ones in 32-bit), std::sort otherwise (long lists, negative or 64-bit keys).
+// lanes, wide ones in 32-bit), radix for longer lists spanning under 2^32 (1-3 passes),
+// std::sort otherwise (64-bit spans).
 TEST(ParallelEinsum, WorkspaceListsSortAsStdSort) {
   Rng rng(17);
-  const int64_t spans[] = {1, 100, 65534, 65535, 1000000, int64_t{2147483646}, int64_t{1} << 40};
-  for (int64_t n : {0, 1, 2, 7, 8, 9, 16, 17, 63, 64, 65, 200, 255, 256, 257, 400}) {
+  const int64_t spans[] = {1,       100,          65534, 65535, 1000000, int64_t{2147483646}, int64_t{1} << 32,
+                           int64_t{1} << 40};
+  for (int64_t n : {0, 1, 2, 7, 8, 9, 16, 17, 63, 64, 65, 200, 255, 256, 257, 400, 3000}) {
     for (int64_t span : spans) {
       for (int64_t base : {int64_t{0}, int64_t{5}, int64_t{-3}}) {
         std::vector<int64_t> list;
