@@ -25,9 +25,6 @@ Tensor empty_result(const FormatSpec& spec, const std::array<int64_t, kMaxOrder>
   for (int l = 0; l < spec.order; ++l) t.levels[l].kind = spec.kinds[l];
   return t;
 }
-}  // namespace
-
-namespace {
 
 // LSD radix sort of list[0..n) (every key in [lo, lo + span], span < 2^32) by digits of at most 11
 // bits of key - lo: as many passes as the span needs, each a count, a prefix sum and a stable
