@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -341,11 +342,39 @@ class NestCodegen {
     B.CreateBr(after);
     B.SetInsertPoint(after);
   }
+  // An entry of a sparse output: appended in the sink's lane while it has room, else handed
+  // to sj_einsum_emit (kernels/einsum_output.hpp, EmitSink, says how the lane works).
   void emit_entry(Value* v) {
     for (size_t m = 0; m < e.output.indices.size(); ++m)
       B.CreateStore(B.CreateLoad(i64, idx[e.output.indices[m]]), B.CreateConstGEP1_64(i64, coords, m));
     Value* d = CT->isDoubleTy() ? v : B.CreateFPExt(v, Type::getDoubleTy(C));
+    auto at = [&](size_t offset) { return B.CreateConstInBoundsGEP1_64(i8, sink, offset); };
+    auto field = [&](size_t offset, Type* t) { return B.CreateLoad(t, at(offset)); };
+    Value* n = field(offsetof(einsum::EmitSink, lane_n), i64);
+    auto* fast = BasicBlock::Create(C, "emit.lane", F);
+    auto* slow = BasicBlock::Create(C, "emit.call", F);
+    auto* done = BasicBlock::Create(C, "emit.done", F);
+    B.CreateCondBr(B.CreateICmpSLT(n, field(offsetof(einsum::EmitSink, lane_cap), i64)), fast, slow);
+    B.SetInsertPoint(fast);
+    auto coord = [&](size_t mode_offset) {
+      return B.CreateLoad(i64, B.CreateGEP(i64, coords, field(mode_offset, i64)));
+    };
+    constexpr size_t mode0 = offsetof(einsum::EmitSink, lane_p_mode), mul0 = offsetof(einsum::EmitSink, lane_p_mul);
+    Value* position = B.CreateSub(
+        B.CreateAdd(B.CreateMul(coord(mode0), field(mul0, i64)),
+                    B.CreateMul(coord(mode0 + sizeof(int64_t)), field(mul0 + sizeof(int64_t), i64))),
+        field(offsetof(einsum::EmitSink, lane_p_base), i64));
+    B.CreateStore(coord(offsetof(einsum::EmitSink, lane_j_mode)),
+                  B.CreateGEP(i64, field(offsetof(einsum::EmitSink, lane_crd), ptr), n));
+    B.CreateStore(d, B.CreateGEP(Type::getDoubleTy(C), field(offsetof(einsum::EmitSink, lane_val), ptr), n));
+    Value* count = B.CreateGEP(i64, field(offsetof(einsum::EmitSink, lane_counts), ptr), position);
+    B.CreateStore(B.CreateAdd(B.CreateLoad(i64, count), B.getInt64(1)), count);
+    B.CreateStore(B.CreateAdd(n, B.getInt64(1)), at(offsetof(einsum::EmitSink, lane_n)));
+    B.CreateBr(done);
+    B.SetInsertPoint(slow);
     B.CreateCall(emit_fn, {sink, coords, d});
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
   }
   void body_of(size_t k) {
     if (nest.mode == OutputMode::Emit && static_cast<int>(k) == nest.emit_after) gen_emitting([&] { gen(k + 1); });
@@ -833,7 +862,7 @@ Jit& jit() {
 }
 
 std::string key_text(const EinsumKernelSpec& s, const SimdLane& lane, const Jit& j) {
-  return cat("einsum v3|lane=", lane.text(), "|", s.expr->canonical(), "|", s.nest->signature(*s.expr, *s.term), "|index=", to_string(s.index_type),
+  return cat("einsum v4|lane=", lane.text(), "|", s.expr->canonical(), "|", s.nest->signature(*s.expr, *s.term), "|index=", to_string(s.index_type),
              "|value=", to_string(s.value_type), "|semiring=", to_string(s.semiring), "|scalar=", s.scalar_only,
              "|cpu=", j.cpu, "|features=", j.features);
 }

@@ -158,6 +158,7 @@ void emit_any_layout(EmitSink* self, const int64_t* c, double v) {
 // instructions an entry, half of a y(i) = A(i,k)*x(k) call (callgrind, ca-GrQc).
 template <int D> void emit_one_compressed(EmitSink* self, const int64_t* c, double v) {
   auto& a = *static_cast<StreamingAssembler*>(self);
+  a.close_lane();  // entries a kernel appended in the lane first
   int64_t p = 0;
   for (int k = 0; k < D; ++k) p = p * a.dims[a.spec.mode_order[k]] + c[a.spec.mode_order[k]];
   const int64_t j = c[a.spec.mode_order[D]];
@@ -171,6 +172,7 @@ template <int D> void emit_one_compressed(EmitSink* self, const int64_t* c, doub
   ++a.first_counts[p - a.dense_base];
   a.crd[D].push_back(j);
   a.values.push_back(v);
+  a.open_lane();  // over the room left, or the grown arrays
 }
 
 }  // namespace
@@ -205,6 +207,32 @@ void StreamingAssembler::reset(const FormatSpec& s, const std::array<int64_t, kM
     crd[l].clear();
   }
   values.clear();
+  open_lane();  // after the clears: the lane starts at size 0
+}
+
+void StreamingAssembler::open_lane() {
+  const int D = dense_prefix;
+  if (spec.order - D != 1 || D > 2) {  // layouts through emit_any_layout
+    lane_n = lane_cap = 0;
+    return;
+  }
+  lane_crd = crd[D].mutable_data();
+  lane_val = values.mutable_data();
+  lane_counts = first_counts.data();
+  lane_n = static_cast<int64_t>(values.size());
+  lane_cap = static_cast<int64_t>(std::min(crd[D].capacity(), values.capacity()));
+  lane_j_mode = spec.mode_order[D];
+  lane_p_base = dense_base;
+  lane_p_mode[0] = D >= 1 ? spec.mode_order[0] : 0;
+  lane_p_mode[1] = D >= 2 ? spec.mode_order[1] : 0;
+  lane_p_mul[0] = D == 0 ? 0 : D == 1 ? 1 : dims[spec.mode_order[1]];
+  lane_p_mul[1] = D == 2 ? 1 : 0;
+}
+
+void StreamingAssembler::close_lane() {
+  if (lane_cap == 0) return;
+  crd[dense_prefix].set_size(static_cast<size_t>(lane_n));
+  values.set_size(static_cast<size_t>(lane_n));
 }
 
 size_t StreamingAssembler::capacity_bytes() const {
@@ -237,6 +265,7 @@ void AssemblerStock::give(std::unique_ptr<StreamingAssembler> a) {
 
 Tensor StreamingAssembler::finish_pieces(const std::vector<std::unique_ptr<StreamingAssembler>>& pieces, Workers& w,
                                          const Partition& part, IndexType it, ValueType vt, const Allocator& alloc) {
+  for (auto& piece : pieces) piece->close_lane();
   const StreamingAssembler& first = *pieces.front();
   const FormatSpec& spec = first.spec;
   const int r = spec.order;
@@ -314,6 +343,7 @@ Tensor StreamingAssembler::finish_pieces(const std::vector<std::unique_ptr<Strea
 }
 
 Tensor StreamingAssembler::finish(IndexType it, ValueType vt, const Allocator& alloc) {
+  close_lane();
   if (out_of_order) fail(SJ_ERR_INTERNAL, "einsum output: an entry was emitted twice (please report)");
   const int r = spec.order;
   const int D = dense_prefix;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "src/convert.hpp"
@@ -28,7 +29,10 @@ template <class T> class AppendArray {
   size_t capacity() const { return buf_.size(); }
   const T& operator[](size_t i) const { return buf_[i]; }
   const T* data() const { return buf_.data(); }
+  T* mutable_data() { return buf_.data(); }
   void clear() { n_ = 0; }
+  // After entries were written past size() directly (an EmitSink lane), at most capacity().
+  void set_size(size_t n) { n_ = n; }
 
  private:
   [[gnu::noinline]] void grow() { buf_.resize(std::max<size_t>(256, 2 * buf_.size())); }
@@ -36,10 +40,26 @@ template <class T> class AppendArray {
   size_t n_ = 0;
 };
 
-// The kernel calls sj_einsum_emit(sink, coords, value) with coordinates in mode order.
+// The kernel calls sj_einsum_emit(sink, coords, value) with coordinates in mode order, unless
+// the sink's lane has room: then generated code appends the entry itself, with no call (a
+// call per entry was about half of y(i) = A(i,k) * x(k) into a sparse vector). The lane serves
+// layouts of one compressed level after at most two dense ones: the entry's coordinate is
+// coords[lane_j_mode], its dense position coords[lane_p_mode[0]] * lane_p_mul[0] +
+// coords[lane_p_mode[1]] * lane_p_mul[1] - lane_p_base. While lane_n < lane_cap the kernel
+// writes lane_crd[lane_n] and lane_val[lane_n], adds one to lane_counts[position] and
+// increments lane_n; at lane_cap it calls emit, which grows the arrays and opens the lane
+// again. lane_cap 0: every entry through emit. Generated code reads the fields at their
+// offsets (jit/llvm_backend.cpp), so the struct stays standard-layout.
 struct EmitSink {
   void (*emit)(EmitSink* self, const int64_t* coords, double value) = nullptr;
+  int64_t* lane_crd = nullptr;
+  double* lane_val = nullptr;
+  int64_t* lane_counts = nullptr;
+  int64_t lane_n = 0, lane_cap = 0;
+  int64_t lane_j_mode = 0, lane_p_base = 0;
+  int64_t lane_p_mode[2] = {0, 0}, lane_p_mul[2] = {0, 0};
 };
+static_assert(std::is_standard_layout_v<EmitSink>);
 
 // Sorts a `where` workspace's list of touched coordinates (generated kernels call it through
 // sj_einsum_sort before draining the workspace in order).
@@ -65,6 +85,10 @@ struct StreamingAssembler : EmitSink {
   void reset(const FormatSpec& spec, const std::array<int64_t, kMaxOrder>& dims, int64_t lo, int64_t hi);
   // Bytes of capacity held by the arrays.
   size_t capacity_bytes() const;
+  // The lane (EmitSink) over the arrays' free room, for layouts it serves; close_lane takes
+  // the entries a kernel appended there into the arrays' sizes (finish and emit call it).
+  void open_lane();
+  void close_lane();
   // The tensor of the pieces of a parallel run (pieces[c] from chunk c of `p`, whose entries
   // follow those of pieces[c-1] in level order), built without an intermediate copy: the
   // pieces' lengths are prefix-summed, the result's arrays allocated at exact size, and the

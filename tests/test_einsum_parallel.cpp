@@ -329,13 +329,34 @@ TEST(ParallelEinsum, AssemblerLayoutsMatchTheCoordinateList) {
       for (int m = 0; m < spec.order; ++m) coo.coords[m].push_back(entries[e][m]);
       coo.values.push_back(0.5 + static_cast<double>(e));
     }
+    // What a generated kernel does (EmitSink): append in the lane while it has room, else call.
+    auto through_lane = [](StreamingAssembler& a, const int64_t* c, double v) {
+      if (a.lane_n >= a.lane_cap) return a.emit(&a, c, v);
+      const int64_t p = c[a.lane_p_mode[0]] * a.lane_p_mul[0] + c[a.lane_p_mode[1]] * a.lane_p_mul[1] - a.lane_p_base;
+      a.lane_crd[a.lane_n] = c[a.lane_j_mode];
+      a.lane_val[a.lane_n] = v;
+      ++a.lane_counts[p];
+      ++a.lane_n;
+    };
+    const bool one_compressed = spec.kinds[spec.order - 1] == C && (spec.order == 1 || spec.kinds[spec.order - 2] == D);
     for (IndexType it : {IndexType::I32, IndexType::I64}) {
-      const Tensor want = from_coo(coo, spec, it, ValueType::F64, default_allocator());
-      StreamingAssembler a(spec, k.dims);
-      for (int round = 0; round < 2; ++round) {  // the second after reset, arrays kept
-        if (round == 1) a.reset(spec, k.dims, 0, k.dims[spec.mode_order[0]]);
-        for (size_t e = 0; e < entries.size(); ++e) a.emit(&a, entries[e].data(), 0.5 + static_cast<double>(e));
-        EXPECT_TRUE(identical(want, a.finish(it, ValueType::F64, default_allocator())))
+      // rounds 0-1: one assembler through emit calls; 2-4: another through the lane as kernels
+      // do, from empty arrays (the lane opens and grows through emit calls); rounds 1, 3 and 4
+      // after a reset (arrays kept, so the lane starts with room)
+      StreamingAssembler a(spec, k.dims), b(spec, k.dims);
+      for (int round = 0; round < 5; ++round) {
+        StreamingAssembler& s = round < 2 ? a : b;
+        if (round == 1 || round > 2) s.reset(spec, k.dims, 0, k.dims[spec.mode_order[0]]);
+        if (round > 2) EXPECT_EQ(s.lane_cap > 0, one_compressed) << format_text(spec) << " round " << round;
+        // values differ per round: an array holding an earlier round's entries shows
+        const double shift = 1e4 * round;
+        for (size_t e = 0; e < entries.size(); ++e) {
+          coo.values[e] = 0.5 + static_cast<double>(e) + shift;
+          if (round < 2) s.emit(&s, entries[e].data(), coo.values[e]);
+          else through_lane(s, entries[e].data(), coo.values[e]);
+        }
+        const Tensor want = from_coo(coo, spec, it, ValueType::F64, default_allocator());
+        EXPECT_TRUE(identical(want, s.finish(it, ValueType::F64, default_allocator())))
             << format_text(spec) << " round " << round;
       }
       a.reset(spec, k.dims, 0, k.dims[spec.mode_order[0]]);
