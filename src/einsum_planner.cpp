@@ -377,7 +377,9 @@ void EinsumPlan::check_operands(const std::vector<Tensor>& ops, bool planning) {
 }
 
 Tensor EinsumPlan::factor_tensor(const Tensor& operand, const FormatSpec& spec) const {
-  if (format_spec_of(operand) == spec && operand.index_type == index_type_) return operand;
+  // As it is also when only the label differs: a dense operand stores no coordinates. Kept in
+  // its own derived forms, that copy (which shares them) made a cycle, and leaked the operand.
+  if (already_in(operand, spec, index_type_)) return operand;
   auto make = [&] { return convert(operand, spec, index_type_, ctx_.allocator); };
   if (operand.derived) return operand.derived->get_or_make(spec_key(spec, index_type_), make);
   return make();
