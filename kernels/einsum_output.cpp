@@ -175,6 +175,12 @@ template <int D> void emit_one_compressed(EmitSink* self, const int64_t* c, doub
   a.open_lane();  // over the room left, or the grown arrays
 }
 
+// The layouts emit_one_compressed serves, and so the ones with a lane: one compressed level
+// after 0-2 dense ones.
+bool one_compressed_level(const FormatSpec& spec, int dense_prefix) {
+  return spec.order - dense_prefix == 1 && dense_prefix <= 2;
+}
+
 }  // namespace
 
 void StreamingAssembler::reset(const FormatSpec& s, const std::array<int64_t, kMaxOrder>& d, int64_t lo, int64_t hi) {
@@ -196,7 +202,7 @@ void StreamingAssembler::reset(const FormatSpec& s, const std::array<int64_t, kM
     dense_positions = (hi - lo) * inner;
   }
   first_counts.assign(static_cast<size_t>(dense_positions), 0);
-  switch (spec.order - dense_prefix == 1 ? dense_prefix : -1) {
+  switch (one_compressed_level(spec, dense_prefix) ? dense_prefix : -1) {
     case 0: emit = emit_one_compressed<0>; break;
     case 1: emit = emit_one_compressed<1>; break;
     case 2: emit = emit_one_compressed<2>; break;
@@ -212,7 +218,7 @@ void StreamingAssembler::reset(const FormatSpec& s, const std::array<int64_t, kM
 
 void StreamingAssembler::open_lane() {
   const int D = dense_prefix;
-  if (spec.order - D != 1 || D > 2) {  // layouts through emit_any_layout
+  if (!one_compressed_level(spec, D)) {  // layouts through emit_any_layout
     lane_n = lane_cap = 0;
     return;
   }

@@ -272,9 +272,7 @@ Tensor from_coo(const CooTensor& coo, const FormatSpec& spec, IndexType it, Valu
 }
 
 bool already_in(const Tensor& t, const FormatSpec& spec, IndexType it) {
-  bool has_coordinates = false;
-  for (auto& lv : t.levels) has_coordinates |= lv.kind != LevelKind::Dense;
-  return format_spec_of(t) == spec && (t.index_type == it || !has_coordinates);
+  return format_spec_of(t) == spec && (t.index_type == it || !stores_coordinates(t));
 }
 
 namespace {
@@ -388,11 +386,12 @@ Tensor with_value_type(const Tensor& t, ValueType vt, const Allocator& alloc) {
 
 void to_output_index_type(Tensor& result, int requested, IndexType like_inputs, const Allocator& alloc) {
   if (result.order == 0) return;
-  bool has_coordinates = false;
-  for (int l = 0; l < result.order; ++l) has_coordinates |= result.levels[l].kind != LevelKind::Dense;
   IndexType it = output_index_type(requested, like_inputs);
-  if (!has_coordinates) result.index_type = it;  // nothing to convert: the type is a label
-  if (!has_coordinates || it == result.index_type) return;
+  if (!stores_coordinates(result)) {
+    result.index_type = it;  // nothing to convert: the type is a label
+    return;
+  }
+  if (it == result.index_type) return;
   result = convert(result, format_spec_of(result), it, alloc);
 }
 

@@ -84,8 +84,7 @@ template <class Operands>
 IndexTypes index_types_of(const Operands& operands) {
   IndexTypes types;
   for (const Tensor& t : operands)
-    for (int l = 0; l < t.order; ++l)
-      if (t.index_type == IndexType::I64 && t.levels[l].kind != LevelKind::Dense) types.result = IndexType::I64;
+    if (t.index_type == IndexType::I64 && stores_coordinates(t)) types.result = IndexType::I64;
   if (types.result == IndexType::I64) types.compute = compute_index_type(operands);
   return types;
 }

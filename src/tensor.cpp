@@ -53,6 +53,12 @@ bool is_csc(const Tensor& t) {
   return kinds_are(t, {LevelKind::Dense, LevelKind::Compressed}) && t.mode_order[0] == 1;
 }
 bool is_sparse_vector(const Tensor& t) { return kinds_are(t, {LevelKind::Compressed}); }
+bool stores_coordinates(const Tensor& t) {
+  for (int l = 0; l < t.order; ++l)
+    if (t.levels[l].kind != LevelKind::Dense) return true;
+  return false;
+}
+
 bool is_dense(const Tensor& t) {
   for (int l = 0; l < t.order; ++l)
     if (t.levels[l].kind != LevelKind::Dense) return false;

@@ -90,6 +90,9 @@ bool is_csr(const Tensor& t);
 bool is_csc(const Tensor& t);
 bool is_sparse_vector(const Tensor& t);
 bool is_dense(const Tensor& t);  // every level dense, identity order (row-major)
+// Some level is not dense, so the tensor stores coordinates; otherwise its index type is only a
+// label (sj_tensor_create_dense says int64) and converting it is free.
+bool stores_coordinates(const Tensor& t);
 
 // Views of a CSR (outer = rows) or CSC (outer = columns) tensor. The types must match.
 template <class I, class V> CsView<I, V> cs_view(const Tensor& t) {
