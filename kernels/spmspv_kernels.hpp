@@ -38,6 +38,7 @@
 
 #include "kernels/push_runs_avx2.hpp"
 #include "kernels/sort_network_avx2.hpp"
+#include "kernels/spmv_gather_avx512.hpp"
 #include "src/block_pool.hpp"
 #include "src/error.hpp"
 #include "src/prefetch.hpp"
@@ -1042,13 +1043,18 @@ void inner(const CsView<I, V>& A, const SpVecView<I, V>& x, RowSink<I, V>& sink,
 }
 
 // Row-wise SpMV with dense x (every y(i) written; zero() for an empty row): the gather half
-// of densify, x being dense already.
+// of densify, x being dense already. An x larger than L2 is read by AVX-512 gathers where the
+// CPU has them (kernels/spmv_gather_avx512.hpp; the same bits).
 template <class S, class I, class V>
 void spmv_rows(const CsView<I, V>& A, const V* __restrict x, V* __restrict y, Workers& w) {
   const int64_t* pos = A.pos;
   const I* crd = A.crd;
   const V* val = A.val;
+  const bool gather = spmv_gather_avx512::chosen<S, I, V>(A.inner);
   w.run(partition_by_prefix(A.pos, A.outer, w, "A's nnz per row"), [&](int64_t r0, int64_t r1) {
+  if constexpr (spmv_gather_avx512::supports<S, I, V>) {
+    if (gather) return spmv_gather_avx512::rows<S>(pos, crd, val, x, y, r0, r1);  // x beyond L2
+  }
   for (int64_t i = r0; i < r1; ++i) {
     const int64_t b = pos[i], e = pos[i + 1];
     if (b == e) {
