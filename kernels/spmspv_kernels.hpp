@@ -1053,7 +1053,7 @@ void spmv_rows(const CsView<I, V>& A, const V* __restrict x, V* __restrict y, Wo
   const bool gather = spmv_gather_avx512::chosen<S, I, V>(A.inner);
   w.run(partition_by_prefix(A.pos, A.outer, w, "A's nnz per row"), [&](int64_t r0, int64_t r1) {
   if constexpr (spmv_gather_avx512::supports<S, I, V>) {
-    if (gather) return spmv_gather_avx512::rows<S>(pos, crd, val, x, y, r0, r1);  // x beyond L2
+    if (gather) return spmv_gather_avx512::rows<S, I, V>(pos, crd, val, x, y, r0, r1);  // x beyond L2
   }
   for (int64_t i = r0; i < r1; ++i) {
     const int64_t b = pos[i], e = pos[i + 1];

@@ -1,9 +1,10 @@
 // The AVX-512 gather SpMV loop (kernels/spmv_gather_avx512.hpp) against the in-order scalar
 // sum, bit for bit: every row length from 0 to 40 (rows of one entry, partial and whole blocks
-// of eight), int32 and int64 coordinates at 0 and at x's last element, full-mantissa values
-// of mixed magnitudes (a sum in any other order gives other bits), NaN and infinities in x for
-// the min/max semirings; then through sj_spmv with the loop pinned on (and on its own choice
-// for an x larger than L2), at 1, 2, 3 and 7 threads, against the reference schedule.
+// of eight), int32 and int64 coordinates at 0 and at x's last element, full-mantissa double
+// and float values of mixed magnitudes (a sum in any other order gives other bits), NaN and
+// infinities in x for the min/max semirings; then through sj_spmv with the loop pinned on (and
+// on its own choice for an x larger than L2), at 1, 2, 3 and 7 threads, against the reference
+// schedule.
 #include "kernels/spmv_gather_avx512.hpp"
 
 #include <gtest/gtest.h>
@@ -31,39 +32,39 @@ struct PinnedUse {
 };
 
 // The sum the loop must reproduce: the first product, then each later one added in order.
-template <class S, class I>
-std::vector<double> in_order(const std::vector<int64_t>& pos, const std::vector<I>& crd, const std::vector<double>& val,
-                             const std::vector<double>& x) {
-  std::vector<double> y(pos.size() - 1);
+template <class S, class I, class V>
+std::vector<V> in_order(const std::vector<int64_t>& pos, const std::vector<I>& crd, const std::vector<V>& val,
+                        const std::vector<V>& x) {
+  std::vector<V> y(pos.size() - 1);
   for (size_t i = 0; i + 1 < pos.size(); ++i) {
     if (pos[i] == pos[i + 1]) {
       y[i] = S::zero();
       continue;
     }
-    double acc = S::mul(val[pos[i]], x[crd[pos[i]]]);
+    V acc = S::mul(val[pos[i]], x[crd[pos[i]]]);
     for (int64_t p = pos[i] + 1; p < pos[i + 1]; ++p) acc = S::add(acc, S::mul(val[p], x[crd[p]]));
     y[i] = acc;
   }
   return y;
 }
 
-template <class S, class I> void check_rows(std::mt19937_64& rng, bool specials) {
+template <class S, class I, class V> void check_rows(std::mt19937_64& rng, bool specials) {
   const int64_t n = 3000;
-  std::vector<double> x(n);
+  std::vector<V> x(n);
   std::uniform_real_distribution<double> mant(1, 2);
   std::uniform_int_distribution<int> expo(-30, 30), sign(0, 1);
-  auto value = [&] { return std::ldexp(mant(rng), expo(rng)) * (sign(rng) ? -1 : 1); };
+  auto value = [&] { return static_cast<V>(std::ldexp(mant(rng), expo(rng)) * (sign(rng) ? -1 : 1)); };
   for (auto& v : x) v = value();
   if (specials) {
-    x[1] = std::numeric_limits<double>::quiet_NaN();
-    x[2] = std::numeric_limits<double>::infinity();
-    x[3] = -std::numeric_limits<double>::infinity();
+    x[1] = std::numeric_limits<V>::quiet_NaN();
+    x[2] = std::numeric_limits<V>::infinity();
+    x[3] = -std::numeric_limits<V>::infinity();
   }
-  // Rows of every length 0..40, twice, with coordinates drawn sorted from [0, n); some rows
+  // Rows of every length 0..40 (past four blocks of eight), twice, with coordinates drawn sorted from [0, n); some rows
   // start at 0 or end at n - 1.
   std::vector<int64_t> pos{0};
   std::vector<I> crd;
-  std::vector<double> val;
+  std::vector<V> val;
   for (int rep = 0; rep < 2; ++rep)
     for (int len = 0; len <= 40; ++len) {
       std::vector<I> row;
@@ -79,29 +80,33 @@ template <class S, class I> void check_rows(std::mt19937_64& rng, bool specials)
       pos.push_back(static_cast<int64_t>(crd.size()));
     }
   const int64_t m = static_cast<int64_t>(pos.size()) - 1;
-  const std::vector<double> want = in_order<S, I>(pos, crd, val, x);
-  std::vector<double> got(m + 1, -7.0);
-  g::rows<S, I>(pos.data(), crd.data(), val.data(), x.data(), got.data(), 0, m);
+  const std::vector<V> want = in_order<S, I, V>(pos, crd, val, x);
+  std::vector<V> got(m + 1, V(-7));
+  g::rows<S, I, V>(pos.data(), crd.data(), val.data(), x.data(), got.data(), 0, m);
   for (int64_t i = 0; i < m; ++i)
-    EXPECT_EQ(std::memcmp(&want[i], &got[i], sizeof(double)), 0)
+    EXPECT_EQ(std::memcmp(&want[i], &got[i], sizeof(V)), 0)
         << "row " << i << " of " << (pos[i + 1] - pos[i]) << ": " << want[i] << " vs " << got[i];
-  EXPECT_EQ(got[m], -7.0) << "written past the rows";
+  EXPECT_EQ(got[m], V(-7)) << "written past the rows";
   // A sub-range writes only its rows.
-  std::vector<double> part(m, -7.0);
-  g::rows<S, I>(pos.data(), crd.data(), val.data(), x.data(), part.data(), 5, 30);
+  std::vector<V> part(m, V(-7));
+  g::rows<S, I, V>(pos.data(), crd.data(), val.data(), x.data(), part.data(), 5, 30);
   for (int64_t i = 0; i < m; ++i)
-    if (i < 5 || i >= 30) EXPECT_EQ(part[i], -7.0) << "row " << i;
-    else EXPECT_EQ(std::memcmp(&want[i], &part[i], sizeof(double)), 0) << "row " << i;
+    if (i < 5 || i >= 30) EXPECT_EQ(part[i], V(-7)) << "row " << i;
+    else EXPECT_EQ(std::memcmp(&want[i], &part[i], sizeof(V)), 0) << "row " << i;
 }
 
 TEST(SpmvGatherAvx512, MatchesTheInOrderSum) {
   if (!g::available()) GTEST_SKIP() << "CPU lacks AVX-512F";
   std::mt19937_64 rng(7);
   for (int round = 0; round < 4; ++round) {
-    check_rows<sj::PlusTimes<double>, int32_t>(rng, false);
-    check_rows<sj::PlusTimes<double>, int64_t>(rng, false);
-    check_rows<sj::MinPlus<double>, int32_t>(rng, true);
-    check_rows<sj::MaxTimes<double>, int64_t>(rng, true);
+    check_rows<sj::PlusTimes<double>, int32_t, double>(rng, false);
+    check_rows<sj::PlusTimes<double>, int64_t, double>(rng, false);
+    check_rows<sj::MinPlus<double>, int32_t, double>(rng, true);
+    check_rows<sj::MaxTimes<double>, int64_t, double>(rng, true);
+    check_rows<sj::PlusTimes<float>, int32_t, float>(rng, false);
+    check_rows<sj::PlusTimes<float>, int64_t, float>(rng, false);
+    check_rows<sj::MinPlus<float>, int32_t, float>(rng, true);
+    check_rows<sj::MaxTimes<float>, int64_t, float>(rng, true);
   }
 }
 
@@ -110,46 +115,58 @@ TEST(SpmvGatherAvx512, ChosenByTheSizeOfX) {
   const int64_t l2_doubles = g::l2_bytes() / 8, quarter_l3_doubles = g::l3_bytes() / 4 / 8;
   EXPECT_EQ((g::chosen<S, int32_t, double>(l2_doubles + 1)), g::available() && l2_doubles < quarter_l3_doubles);
   EXPECT_FALSE((g::chosen<S, int32_t, double>(l2_doubles)));
-  EXPECT_FALSE((g::chosen<S, int32_t, float>(l2_doubles + 1))) << "float values take the scalar loop";
+  EXPECT_FALSE((g::chosen<S, int32_t, uint8_t>(l2_doubles * 8 + 1))) << "bool values take the scalar loop";
+  EXPECT_EQ((g::chosen<sj::PlusTimes<float>, int32_t, float>(2 * l2_doubles + 1)),
+            g::available() && l2_doubles < quarter_l3_doubles) << "float x is sized in floats";
+  EXPECT_FALSE((g::chosen<sj::PlusTimes<float>, int32_t, float>(2 * l2_doubles)));
   EXPECT_FALSE((g::chosen<sj::PlusPair<double>, int32_t, double>(l2_doubles + 1)));
   EXPECT_EQ((g::chosen<S, int64_t, double>(quarter_l3_doubles)), g::available() && quarter_l3_doubles > l2_doubles);
   EXPECT_FALSE((g::chosen<S, int64_t, double>(quarter_l3_doubles + 1))) << "x no longer stays in L3";
   PinnedUse always(g::Use::Always);
   EXPECT_EQ((g::chosen<S, int64_t, double>(quarter_l3_doubles + 1)), g::available());
-  EXPECT_FALSE((g::chosen<S, int32_t, float>(1))) << "pinned on, still only where it applies";
+  EXPECT_FALSE((g::chosen<sj::PlusPair<double>, int32_t, double>(1))) << "pinned on, still only where it applies";
   g::set_use(g::Use::Never);
   EXPECT_FALSE((g::chosen<S, int64_t, double>(l2_doubles + 1)));
 }
 
 // Through the C API: the gather loop pinned on, every semiring (those it does not serve take the
-// scalar loop), both index types, shapes with empty rows, one column, no rows; 1-7 threads.
+// scalar loop), both index types, double and float values, shapes with empty rows, one column,
+// no rows; 1-7 threads.
+template <class I, class V> void api_round(sj_context* c, sj::test::Rng& rng, int64_t m, int64_t n, int round) {
+  H A, x;
+  A.t = sj::test::csr_handle(c, sj::test::random_matrix<I, V>(rng, m, n));
+  auto xd = sj::test::random_dense_vector<V>(rng, n);
+  ASSERT_EQ(sj_tensor_create_dense(c, 1, &n, sj::test::vtype<V>(), xd.data(), SJ_TENSOR_COPY, &x.t), SJ_OK) << msg();
+  for (sj_semiring s : {SJ_SEMIRING_PLUS_TIMES, SJ_SEMIRING_MIN_PLUS, SJ_SEMIRING_MAX_TIMES, SJ_SEMIRING_PLUS_PAIR}) {
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.semiring = s;
+    o.schedule = SJ_SCHEDULE_REFERENCE;
+    H ref;
+    ASSERT_EQ(sj_spmv(c, A.t, x.t, &o, &ref.t), SJ_OK) << msg();
+    o.schedule = SJ_SCHEDULE_AUTO;
+    for (int threads : {1, 2, 3, 7}) {
+      o.threads = threads;
+      H got;
+      ASSERT_EQ(sj_spmv(c, A.t, x.t, &o, &got.t), SJ_OK) << msg();
+      EXPECT_TRUE(same_bits(ref.t->t, got.t->t)) << "round " << round << " semiring " << s << " threads " << threads
+                                                  << " index bytes " << sizeof(I) << " value bytes " << sizeof(V);
+    }
+  }
+}
+
 TEST(SpmvGatherAvx512, SpmvThroughTheApiMatchesTheReference) {
   if (!g::available()) GTEST_SKIP() << "CPU lacks AVX-512F";
   PinnedUse always(g::Use::Always);
   Ctx ctx;
   sj::test::Rng rng(19);
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < 12; ++round) {
     const int64_t m = round == 0 ? 0 : rng.uniform_int(1, 120), n = round == 1 ? 1 : rng.uniform_int(1, 90);
-    const bool wide = round % 2 == 1;
-    H A, x;
-    if (wide) A.t = sj::test::csr_handle(ctx.c, sj::test::random_matrix<int64_t, double>(rng, m, n));
-    else A.t = sj::test::csr_handle(ctx.c, sj::test::random_matrix<int32_t, double>(rng, m, n));
-    auto xd = sj::test::random_dense_vector<double>(rng, n);
-    ASSERT_EQ(sj_tensor_create_dense(ctx.c, 1, &n, SJ_VALUE_F64, xd.data(), SJ_TENSOR_COPY, &x.t), SJ_OK) << msg();
-    for (sj_semiring s : {SJ_SEMIRING_PLUS_TIMES, SJ_SEMIRING_MIN_PLUS, SJ_SEMIRING_MAX_TIMES, SJ_SEMIRING_PLUS_PAIR}) {
-      sj_op_options o;
-      sj_op_options_init(&o);
-      o.semiring = s;
-      o.schedule = SJ_SCHEDULE_REFERENCE;
-      H ref;
-      ASSERT_EQ(sj_spmv(ctx.c, A.t, x.t, &o, &ref.t), SJ_OK) << msg();
-      o.schedule = SJ_SCHEDULE_AUTO;
-      for (int threads : {1, 2, 3, 7}) {
-        o.threads = threads;
-        H got;
-        ASSERT_EQ(sj_spmv(ctx.c, A.t, x.t, &o, &got.t), SJ_OK) << msg();
-        EXPECT_TRUE(same_bits(ref.t->t, got.t->t)) << "round " << round << " semiring " << s << " threads " << threads;
-      }
+    switch (round % 4) {
+      case 0: api_round<int32_t, double>(ctx.c, rng, m, n, round); break;
+      case 1: api_round<int64_t, double>(ctx.c, rng, m, n, round); break;
+      case 2: api_round<int32_t, float>(ctx.c, rng, m, n, round); break;
+      default: api_round<int64_t, float>(ctx.c, rng, m, n, round);
     }
   }
 }
