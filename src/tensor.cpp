@@ -58,12 +58,7 @@ bool stores_coordinates(const Tensor& t) {
     if (t.levels[l].kind != LevelKind::Dense) return true;
   return false;
 }
-
-bool is_dense(const Tensor& t) {
-  for (int l = 0; l < t.order; ++l)
-    if (t.levels[l].kind != LevelKind::Dense) return false;
-  return identity_order(t);
-}
+bool is_dense(const Tensor& t) { return !stores_coordinates(t) && identity_order(t); }
 
 std::optional<sj_format> Tensor::named_format() const {
   if (order == 2) {
