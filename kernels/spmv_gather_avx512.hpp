@@ -18,21 +18,20 @@
 //   block only with 17 entries or more.
 // Once x no longer stays in L3 beside A's stream, a gather waits for its slowest load and
 // loses; below L2 (a stand-alone copy: 100k columns equal, 60k 1.2x slower) it only costs. So
-// the loop runs for an x between L2 and a quarter of L3. Summing the eight products in a tree
-// (not bit-identical) was tried only for comparison: 1.06x faster at 16 a row, 1.4x at 64,
-// where the in-order sum's latency bounds the loop.
+// the loop runs for an x between L2 and a quarter of L3 (src/gather_window.hpp). Summing the
+// eight products in a tree (not bit-identical) was tried only for comparison: 1.06x faster at
+// 16 a row, 1.4x at 64, where the in-order sum's latency bounds the loop.
 //
 // Floating point contraction: a multiply fused with the following add would change bits. The
 // library is built with -ffp-contract=off (CMakeLists.txt), which this AVX-512 code (FMA
 // available) relies on.
 #pragma once
 #include <immintrin.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
+#include "src/gather_window.hpp"
 #include "src/semiring.hpp"
 
 namespace sj::spmv_gather_avx512 {
@@ -42,28 +41,6 @@ inline bool available() {
   static const bool yes = __builtin_cpu_supports("avx512f");
   return yes;
 }
-
-// Bytes of one core's L2 cache and of the L3; 1 MiB and 32 MiB where the system does not say.
-inline int64_t l2_bytes() {
-  static const int64_t bytes = [] {
-    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return v > 0 ? int64_t{v} : int64_t{1} << 20;
-  }();
-  return bytes;
-}
-inline int64_t l3_bytes() {
-  static const int64_t bytes = [] {
-    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    return v > 0 ? int64_t{v} : int64_t{32} << 20;
-  }();
-  return bytes;
-}
-
-// When the gather loop runs: by x's size (the default), always or never (tests pin one loop,
-// process-wide, to cover both on any input).
-enum class Use { Auto, Always, Never };
-inline std::atomic<Use> g_use{Use::Auto};
-inline void set_use(Use u) { g_use.store(u, std::memory_order_relaxed); }
 
 // The semirings whose products are one vector operation: times, or plus for min-plus.
 template <class S> struct VectorProduct : std::false_type {};
@@ -128,16 +105,13 @@ template <> struct Block<int64_t, float> {
 template <class S, class I, class V>
 inline constexpr bool supports = VectorProduct<S>::value && (Block<I, V>::kLanes > 0);
 
-// Whether an SpMV over `cols` columns of x takes the gather loop: by default for an x larger
-// than L2 and at most a quarter of L3 (see above).
+// Whether an SpMV over `cols` columns of x takes the gather loop: for an x in the gather
+// window (src/gather_window.hpp), where the CPU has AVX-512F.
 template <class S, class I, class V> bool chosen(int64_t cols) {
   if constexpr (!supports<S, I, V>) {
     return false;
   } else {
-    const Use u = g_use.load(std::memory_order_relaxed);
-    if (u == Use::Never || !available()) return false;
-    const int64_t x_bytes = cols * static_cast<int64_t>(sizeof(V));
-    return u == Use::Always || (x_bytes > l2_bytes() && x_bytes <= l3_bytes() / 4);
+    return available() && gather_window::pays(cols * static_cast<int64_t>(sizeof(V)));
   }
 }
 

@@ -20,6 +20,7 @@
 namespace {
 
 namespace g = sj::spmv_gather_avx512;
+namespace window = sj::gather_window;
 using sj::test::Ctx;
 using sj::test::H;
 using sj::test::msg;
@@ -27,8 +28,8 @@ using sj::test::same_bits;
 
 // Pins the loop choice for one test and restores the default.
 struct PinnedUse {
-  explicit PinnedUse(g::Use u) { g::set_use(u); }
-  ~PinnedUse() { g::set_use(g::Use::Auto); }
+  explicit PinnedUse(window::Use u) { window::set_use(u); }
+  ~PinnedUse() { window::set_use(window::Use::Auto); }
 };
 
 // The sum the loop must reproduce: the first product, then each later one added in order.
@@ -112,7 +113,7 @@ TEST(SpmvGatherAvx512, MatchesTheInOrderSum) {
 
 TEST(SpmvGatherAvx512, ChosenByTheSizeOfX) {
   using S = sj::PlusTimes<double>;
-  const int64_t l2_doubles = g::l2_bytes() / 8, quarter_l3_doubles = g::l3_bytes() / 4 / 8;
+  const int64_t l2_doubles = window::l2_bytes() / 8, quarter_l3_doubles = window::l3_bytes() / 4 / 8;
   EXPECT_EQ((g::chosen<S, int32_t, double>(l2_doubles + 1)), g::available() && l2_doubles < quarter_l3_doubles);
   EXPECT_FALSE((g::chosen<S, int32_t, double>(l2_doubles)));
   EXPECT_FALSE((g::chosen<S, int32_t, uint8_t>(l2_doubles * 8 + 1))) << "bool values take the scalar loop";
@@ -122,10 +123,10 @@ TEST(SpmvGatherAvx512, ChosenByTheSizeOfX) {
   EXPECT_FALSE((g::chosen<sj::PlusPair<double>, int32_t, double>(l2_doubles + 1)));
   EXPECT_EQ((g::chosen<S, int64_t, double>(quarter_l3_doubles)), g::available() && quarter_l3_doubles > l2_doubles);
   EXPECT_FALSE((g::chosen<S, int64_t, double>(quarter_l3_doubles + 1))) << "x no longer stays in L3";
-  PinnedUse always(g::Use::Always);
+  PinnedUse always(window::Use::Always);
   EXPECT_EQ((g::chosen<S, int64_t, double>(quarter_l3_doubles + 1)), g::available());
   EXPECT_FALSE((g::chosen<sj::PlusPair<double>, int32_t, double>(1))) << "pinned on, still only where it applies";
-  g::set_use(g::Use::Never);
+  window::set_use(window::Use::Never);
   EXPECT_FALSE((g::chosen<S, int64_t, double>(l2_doubles + 1)));
 }
 
@@ -157,7 +158,7 @@ template <class I, class V> void api_round(sj_context* c, sj::test::Rng& rng, in
 
 TEST(SpmvGatherAvx512, SpmvThroughTheApiMatchesTheReference) {
   if (!g::available()) GTEST_SKIP() << "CPU lacks AVX-512F";
-  PinnedUse always(g::Use::Always);
+  PinnedUse always(window::Use::Always);
   Ctx ctx;
   sj::test::Rng rng(19);
   for (int round = 0; round < 12; ++round) {
@@ -175,8 +176,8 @@ TEST(SpmvGatherAvx512, SpmvThroughTheApiMatchesTheReference) {
 TEST(SpmvGatherAvx512, LargeXMatchesTheReference) {
   Ctx ctx;
   sj::test::Rng rng(23);
-  const int64_t n = g::l2_bytes() / 8 + 4097, m = 300;
-  ASSERT_EQ((g::chosen<sj::PlusTimes<double>, int32_t, double>(n)), g::available() && n * 8 <= g::l3_bytes() / 4);
+  const int64_t n = window::l2_bytes() / 8 + 4097, m = 300;
+  ASSERT_EQ((g::chosen<sj::PlusTimes<double>, int32_t, double>(n)), g::available() && n * 8 <= window::l3_bytes() / 4);
   auto a = sj::test::random_uniform<int32_t, double>(rng, m, n, 40.0 / static_cast<double>(n));
   auto xd = sj::test::random_dense_vector<double>(rng, n);
   H A, x, ref;
