@@ -93,8 +93,28 @@ SimdLane choose_lane(const EinsumKernelSpec& spec) {
 
 class NestCodegen {
  public:
-  NestCodegen(LLVMContext& c, Module& m, const EinsumKernelSpec& s, SimdLane l)
-      : C(c), M(m), B(c), spec(s), lane(l), nest(*s.nest), term(*s.term), e(*s.expr) {}
+  NestCodegen(LLVMContext& c, Module& m, const EinsumKernelSpec& s, SimdLane l, bool gathers)
+      : C(c), M(m), B(c), spec(s), lane(l), gathers_allowed(gathers), nest(*s.nest), term(*s.term), e(*s.expr) {}
+
+  // The loops given gather blocks (gen_gather_blocks), as "k: x(k)", one per loop; empty if none.
+  std::string gathered;
+
+  // Whether the kernel starts each dense output entry itself (EinsumKernel::starts_output): asked
+  // to, and the outermost loops run densely over the output's indices in its layout order, so
+  // each entry is reached once (per range [lo, hi) of the first), and set to zero() there
+  // before any product is added.
+  bool starts_output() const {
+    const size_t d = nest.out_indices.size();
+    if (!spec.start_output || nest.mode != OutputMode::Dense || nest.presence || d == 0 || d > nest.loops.size())
+      return false;
+    // (truth values: the caller's fill casts an infinite zero(); leave those to it)
+    if (VT == i8 && (spec.semiring == SJ_SEMIRING_MIN_PLUS || spec.semiring == SJ_SEMIRING_MAX_TIMES)) return false;
+    for (size_t m = 0; m < d; ++m) {
+      const Loop& lp = nest.loops[m];
+      if (lp.index != nest.out_indices[m] || lp.kind == LoopKind::Forsame || !lp.iterate.empty()) return false;
+    }
+    return true;
+  }
 
   Function* run(const std::string& name) {
     i64 = Type::getInt64Ty(C);
@@ -154,6 +174,8 @@ class NestCodegen {
       idx[v] = B.CreateAlloca(i64, nullptr, "idx");
       B.CreateStore(B.getInt64(0), idx[v]);
     }
+    gather_lo = B.CreateLoad(i64, B.CreateConstGEP1_64(i64, dims, e.index_names.size()), "gather.lo");
+    gather_hi = B.CreateLoad(i64, B.CreateConstGEP1_64(i64, dims, e.index_names.size() + 1), "gather.hi");
     acc = B.CreateAlloca(CT, nullptr, "acc");
     found = B.CreateAlloca(i8, nullptr, "found");
     ws_count = B.CreateAlloca(i64, nullptr, "wscount");
@@ -403,6 +425,7 @@ class NestCodegen {
     B.SetInsertPoint(body);
     B.CreateStore(v, idx[lp.index]);
     locate(lp, v);
+    if (k + 1 == nest.out_indices.size() && starts_output()) store_value(output_entry(), zero());
     body_of(k);
     v->addIncoming(B.CreateAdd(v, B.getInt64(1)), B.GetInsertBlock());
     B.CreateBr(head);
@@ -414,6 +437,7 @@ class NestCodegen {
     const LevelRef r = lp.iterate[0];
     auto [start, end] = segment(r);
     if (k == 0) std::tie(start, end) = narrow(r, start, end);
+    if (auto roles = gather_roles(k)) start = gen_gather_blocks(k, *roles, start, end);  // the rest, scalar
     BasicBlock* pre = B.GetInsertBlock();
     auto* head = BasicBlock::Create(C, "iter", F);
     auto* body = BasicBlock::Create(C, "iter.body", F);
@@ -424,15 +448,24 @@ class NestCodegen {
     p->addIncoming(start, pre);
     B.CreateCondBr(B.CreateICmpSLT(p, end), body, exit);
     B.SetInsertPoint(body);
+    Value* next = iteration(k, p, end);
+    p->addIncoming(next, B.GetInsertBlock());
+    B.CreateBr(head);
+    B.SetInsertPoint(exit);
+  }
+
+  // Loop k's body at position p of its one iterated level; returns the next position (past the
+  // run of p's coordinate on a non-unique level, which needs the segment's end).
+  Value* iteration(size_t k, Value* p, Value* end = nullptr) {
+    const Loop& lp = nest.loops[k];
+    const LevelRef r = lp.iterate[0];
     Value* v = crd(r.factor, r.level, p);
     Value* next = nonunique(r) ? run_end(r, p, end, v) : B.CreateAdd(p, B.getInt64(1));
     B.CreateStore(p, pos[r.factor][r.level]);
     B.CreateStore(v, idx[lp.index]);
     locate(lp, v);
     body_of(k);
-    p->addIncoming(next, B.GetInsertBlock());
-    B.CreateBr(head);
-    B.SetInsertPoint(exit);
+    return next;
   }
 
   // Intersection of several sorted segments: all equal -> body and advance all; else advance
@@ -645,14 +678,16 @@ class NestCodegen {
       Value* x = load_value(f, p);
       prod = prod ? mul(prod, x) : (term.factors.size() == 1 ? mul_single(x) : x);
     }
+    accumulate(prod);
+  }
+  // Adds one product into the output (dense array, the emitted entry's sum, or the workspace).
+  void accumulate(Value* prod) {
     switch (nest.mode) {
       case OutputMode::Dense: {
-        Value* op = B.getInt64(0);
-        for (int v : nest.out_indices) op = B.CreateAdd(B.CreateMul(op, dim[v]), B.CreateLoad(i64, idx[v]));
-        Value* where = B.CreateGEP(VT, out, op);
+        Value* where = output_entry();
         Value* old = VT == i8 ? B.CreateUIToFP(B.CreateLoad(i8, where), CT) : static_cast<Value*>(B.CreateLoad(VT, where));
         store_value(where, add(old, prod));
-        if (nest.presence) B.CreateStore(B.getInt8(1), B.CreateGEP(i8, present, op));
+        if (nest.presence) B.CreateStore(B.getInt8(1), B.CreateGEP(i8, present, output_position()));
         break;
       }
       case OutputMode::Emit:
@@ -682,8 +717,134 @@ class NestCodegen {
       }
     }
   }
+  // The dense output's entry at the current output coordinates (row-major in its layout).
+  Value* output_position() {
+    Value* op = B.getInt64(0);
+    for (int v : nest.out_indices) op = B.CreateAdd(B.CreateMul(op, dim[v]), B.CreateLoad(i64, idx[v]));
+    return op;
+  }
+  Value* output_entry() { return B.CreateGEP(VT, out, output_position()); }
   // A single factor under plus-pair still counts 1 per entry; other semirings keep the value.
   Value* mul_single(Value* x) { return spec.semiring == SJ_SEMIRING_PLUS_PAIR ? ConstantFP::get(CT, 1.0) : x; }
+
+  // ---- gather blocks
+  // The innermost loop over one sparse level whose coordinates locate other factors' values
+  // (SpMV's x(k), a dense factor read at A's columns) runs its first iteration alone, then
+  // eight iterations at a time: the coordinates and the sparse factor's values by vector loads,
+  // each located factor's values by one gather, the products by vector operations. The eight products then go to the output
+  // one at a time and in order, as the scalar loop's would, so the result keeps its bits (a
+  // product is the same in a lane as alone). The blocks run only while the gathered factors'
+  // bytes lie in the window passed after dims (src/gather_window.hpp: larger than L2, at most a
+  // quarter of L3); otherwise, and for the last iterations short of a block, the scalar loop.
+  static constexpr unsigned kGatherLanes = 8;
+  enum class Role { Stream, Gather, Invariant };  // per factor: read at p, located by v, fixed
+
+  // The factors' roles where loop k can take gather blocks, else nothing: the innermost loop,
+  // a unique last level of one factor iterated, the last levels of others located (their
+  // parents fixed by outer loops), the rest fixed; float or double values; a product that is
+  // one vector operation.
+  std::optional<std::vector<Role>> gather_roles(size_t k) const {
+    if (!gathers_allowed || k + 1 != nest.loops.size() || term.factors.size() < 2) return std::nullopt;
+    if (spec.value_type != ValueType::F32 && spec.value_type != ValueType::F64) return std::nullopt;
+    if (spec.semiring != SJ_SEMIRING_PLUS_TIMES && spec.semiring != SJ_SEMIRING_MIN_PLUS &&
+        spec.semiring != SJ_SEMIRING_MAX_TIMES)
+      return std::nullopt;
+    if (nest.mode == OutputMode::Where && nest.where_at == static_cast<int>(k) + 1) return std::nullopt;
+    const Loop& lp = nest.loops[k];
+    const LevelRef r = lp.iterate[0];
+    if (r.level != nest.factor_formats[r.factor].order - 1 || nonunique(r)) return std::nullopt;
+    std::vector<Role> roles(term.factors.size(), Role::Invariant);
+    roles[r.factor] = Role::Stream;
+    for (const LevelRef& l : lp.locate) {
+      if (roles[l.factor] != Role::Invariant || l.level != nest.factor_formats[l.factor].order - 1) return std::nullopt;
+      roles[l.factor] = Role::Gather;
+    }
+    if (lp.locate.empty()) return std::nullopt;
+    return roles;
+  }
+
+  // Blocks of loop k from `start` while a whole block fits before `end`; returns where the
+  // scalar loop goes on.
+  Value* gen_gather_blocks(size_t k, const std::vector<Role>& roles, Value* start, Value* end) {
+    const Loop& lp = nest.loops[k];
+    const LevelRef r = lp.iterate[0];
+    const Align value_align(VT->getPrimitiveSizeInBits() / 8);
+    Value* bytes = B.getInt64(0);
+    std::string names;
+    for (size_t f = 0; f < roles.size(); ++f) {
+      if (roles[f] != Role::Gather) continue;
+      Value* n = B.getInt64(value_align.value());
+      for (int v : term.factors[f].indices) n = B.CreateMul(n, dim[v]);
+      bytes = B.CreateAdd(bytes, n);
+      names += cat(names.empty() ? "" : ", ", einsum::Expression::access_text(e, term.factors[f]));
+    }
+    gathered += cat(gathered.empty() ? "" : "; ", e.index_names[lp.index], ": ", names);
+    Value* in_window = B.CreateAnd(B.CreateICmpSGT(bytes, gather_lo), B.CreateICmpSLE(bytes, gather_hi));
+    BasicBlock* pre = B.GetInsertBlock();
+    auto* first = BasicBlock::Create(C, "gather.first", F);
+    auto* peel = BasicBlock::Create(C, "gather.peel", F);
+    auto* head = BasicBlock::Create(C, "gather", F);
+    auto* body = BasicBlock::Create(C, "gather.body", F);
+    auto* exit = BasicBlock::Create(C, "gather.exit", F);
+    B.CreateCondBr(in_window, first, exit);
+    // The first iteration alone, then the blocks: a stand-alone copy of SpMV's loop (16 a row,
+    // 600k columns) took 11.4 ms with blocks from a row's first entry against 7.9 ms so, which
+    // leaves half of a row's loads of x to scalar loads beside one gather.
+    B.SetInsertPoint(first);
+    B.CreateCondBr(B.CreateICmpSLT(start, end), peel, exit);
+    B.SetInsertPoint(peel);
+    Value* second = iteration(k, start);
+    BasicBlock* peeled = B.GetInsertBlock();
+    B.CreateBr(head);
+    B.SetInsertPoint(head);
+    PHINode* p = B.CreatePHI(i64, 2);
+    p->addIncoming(second, peeled);
+    B.CreateCondBr(B.CreateICmpSLE(B.CreateAdd(p, B.getInt64(kGatherLanes)), end), body, exit);
+    B.SetInsertPoint(body);
+    auto* coords_type = FixedVectorType::get(IT, kGatherLanes);
+    auto* values_type = FixedVectorType::get(VT, kGatherLanes);
+    Value* c = B.CreateAlignedLoad(coords_type, B.CreateGEP(IT, crdp[r.factor][r.level], p),
+                                   Align(IT->getPrimitiveSizeInBits() / 8));
+    Value* c64 = IT == i64 ? c : B.CreateSExt(c, FixedVectorType::get(i64, kGatherLanes));
+    Value* prod = nullptr;
+    for (size_t f = 0; f < roles.size(); ++f) {
+      const int order = nest.factor_formats[f].order;
+      Value* x = nullptr;
+      switch (roles[f]) {
+        case Role::Stream:
+          x = B.CreateAlignedLoad(values_type, B.CreateGEP(VT, valp[f], p), value_align);
+          break;
+        case Role::Gather: {  // the locate's position: parent * dim + coordinate
+          Value* row = B.CreateGEP(VT, valp[f], B.CreateMul(parent_pos(f, order - 1), dim[lp.index]));
+          x = B.CreateMaskedGather(values_type, B.CreateGEP(VT, row, c64), value_align);
+          break;
+        }
+        case Role::Invariant: {
+          Value* q = order == 0 ? B.getInt64(0) : static_cast<Value*>(B.CreateLoad(i64, pos[f][order - 1]));
+          x = B.CreateVectorSplat(kGatherLanes, load_value(f, q));
+          break;
+        }
+      }
+      prod = prod ? mul(prod, x) : x;
+    }
+    for (unsigned j = 0; j < kGatherLanes; ++j) {  // the loop's body for each, in order
+      Value* v = B.CreateExtractElement(c64, j);
+      B.CreateStore(B.CreateAdd(p, B.getInt64(j)), pos[r.factor][r.level]);
+      B.CreateStore(v, idx[lp.index]);
+      locate(lp, v);
+      Value* prod_j = B.CreateExtractElement(prod, j);
+      if (nest.mode == OutputMode::Emit && static_cast<int>(k) == nest.emit_after) gen_emitting([&] { accumulate(prod_j); });
+      else accumulate(prod_j);
+    }
+    p->addIncoming(B.CreateAdd(p, B.getInt64(kGatherLanes)), B.GetInsertBlock());
+    B.CreateBr(head);
+    B.SetInsertPoint(exit);
+    PHINode* rest = B.CreatePHI(i64, 3);
+    rest->addIncoming(start, pre);
+    rest->addIncoming(start, first);
+    rest->addIncoming(p, head);
+    return rest;
+  }
 
   // where: producer (loops k..) into the workspace, then the consumer drains it in order.
   void gen_where(size_t k) {
@@ -718,6 +879,7 @@ class NestCodegen {
   IRBuilder<> B;
   const EinsumKernelSpec& spec;
   const SimdLane lane;
+  const bool gathers_allowed;
   const LoopNest& nest;
   const einsum::Term& term;
   const einsum::Expression& e;
@@ -727,6 +889,7 @@ class NestCodegen {
   Type *i64 = nullptr, *i8 = nullptr, *i1 = nullptr, *ptr = nullptr, *IT = nullptr, *CT = nullptr, *VT = nullptr;
   Value *out = nullptr, *present = nullptr, *sink = nullptr, *ws_vals = nullptr, *ws_flags = nullptr, *ws_list = nullptr;
   Value *range_lo = nullptr, *range_hi = nullptr;
+  Value *gather_lo = nullptr, *gather_hi = nullptr;  // the gather window (bytes), from dims
   std::vector<std::vector<Value*>> posp, crdp, pos, seg_end;
   std::vector<Value*> valp, dim, idx;
   Value *acc = nullptr, *found = nullptr, *ws_count = nullptr, *coords = nullptr;
@@ -855,15 +1018,24 @@ Jit& jit() {
     orc::SymbolMap syms;
     syms[es.intern("sj_einsum_emit")] = JITEvaluatedSymbol(pointerToJITTargetAddress(&sj_einsum_emit), JITSymbolFlags::Exported);
     syms[es.intern("sj_einsum_sort")] = JITEvaluatedSymbol(pointerToJITTargetAddress(&sj_einsum_sort), JITSymbolFlags::Exported);
+    // The optimiser may turn a loop of stores into a call (a kernel that starts its dense
+    // output zeroes a row of it: memset).
+    syms[es.intern("memset")] = JITEvaluatedSymbol(pointerToJITTargetAddress(&std::memset), JITSymbolFlags::Exported);
+    syms[es.intern("memcpy")] = JITEvaluatedSymbol(pointerToJITTargetAddress(&std::memcpy), JITSymbolFlags::Exported);
+    syms[es.intern("memmove")] = JITEvaluatedSymbol(pointerToJITTargetAddress(&std::memmove), JITSymbolFlags::Exported);
     if (auto err = main.define(orc::absoluteSymbols(std::move(syms)))) j->error = toString(std::move(err));
     return j;
   }();
   return *j;
 }
 
-std::string key_text(const EinsumKernelSpec& s, const SimdLane& lane, const Jit& j) {
-  return cat("einsum v4|lane=", lane.text(), "|", s.expr->canonical(), "|", s.nest->signature(*s.expr, *s.term), "|index=", to_string(s.index_type),
-             "|value=", to_string(s.value_type), "|semiring=", to_string(s.semiring), "|scalar=", s.scalar_only,
+// Gather blocks (NestCodegen::gen_gather_blocks) where the kernels may use AVX-512F: the tier
+// the asmjit kernels use (jit/isa.hpp, capped by SPARSEJIT_ISA), not the scalar-only build.
+bool choose_gathers(const EinsumKernelSpec& spec) { return !spec.scalar_only && default_isa() == SJ_ISA_AVX512; }
+
+std::string key_text(const EinsumKernelSpec& s, const SimdLane& lane, bool gathers, const Jit& j) {
+  return cat("einsum v4|lane=", lane.text(), "|gathers=", gathers, "|", s.expr->canonical(), "|", s.nest->signature(*s.expr, *s.term), "|index=", to_string(s.index_type),
+             "|value=", to_string(s.value_type), "|semiring=", to_string(s.semiring), "|scalar=", s.scalar_only, "|start_output=", s.start_output,
              "|cpu=", j.cpu, "|features=", j.features);
 }
 
@@ -891,7 +1063,8 @@ EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::P
     return res;
   }
   const SimdLane lane = choose_lane(spec);
-  const std::string text = key_text(spec, lane, j);
+  const bool gathers = choose_gathers(spec);
+  const std::string text = key_text(spec, lane, gathers, j);
   std::lock_guard lock(j.mutex);
   if (auto it = j.live.find(text); it != j.live.end())
     if (auto k = it->second.lock()) {
@@ -906,7 +1079,7 @@ EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::P
     mod->setDataLayout(j.lljit->getDataLayout());
     mod->setTargetTriple(j.lljit->getTargetTriple().str());
     const std::string fname = "sj_einsum_kernel";
-    NestCodegen gen(*ctx, *mod, spec, lane);
+    NestCodegen gen(*ctx, *mod, spec, lane, gathers);
     Function* f = gen.run(fname);
     f->addFnAttr("target-cpu", spec.scalar_only ? "x86-64" : j.cpu);
     f->addFnAttr("target-features", spec.scalar_only ? "" : j.features);
@@ -926,6 +1099,8 @@ EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::P
     auto kernel = std::make_shared<EinsumKernel>();
     kernel->dylib = &jd;  // removed with the kernel from here on
     kernel->key_text = text;
+    kernel->gathered = gen.gathered;
+    kernel->starts_output = gen.starts_output();
     j.cache.store = store;
     j.cache.hit = false;
     if (j.compiler) j.compiler->scalar_only = spec.scalar_only;

@@ -24,7 +24,8 @@ namespace sj::jit {
 // + 2*l + 1 = its crd (index type), + 2*kMaxOrder = the values of factor f.
 inline constexpr int kEinsumSlotsPerFactor = 2 * 4 + 1;
 
-// The generated function. dims: per index id. out: dense output values (value type) or null;
+// The generated function. dims: per index id, then the gather window (src/gather_window.hpp:
+// the bounds lo < bytes <= hi in which gather blocks run, see EinsumKernel::gathered). out: dense output values (value type) or null;
 // present: per dense output position, set to 1 where a product was formed (or null); sink:
 // receives sparse output entries through sj_einsum_emit; ws_*: the where workspace (values in
 // the compute type, flags zeroed, list) sized to the workspace index's dimension. [lo, hi):
@@ -43,6 +44,9 @@ struct EinsumKernelSpec {
   ValueType value_type = ValueType::F64;
   sj_semiring semiring = SJ_SEMIRING_PLUS_TIMES;
   bool scalar_only = false;  // no vectorisation and a baseline x86-64 target (the ablation build)
+  // The dense output is this term's alone (one term, no presence flags): the kernel may set
+  // each entry to zero() itself where its loops reach every entry once (starts_output).
+  bool start_output = false;
 };
 
 class EinsumKernel {
@@ -50,6 +54,15 @@ class EinsumKernel {
   ~EinsumKernel();
   EinsumKernelFn fn = nullptr;
   std::string key_text;  // the canonical text the cache keys by
+  // The innermost loops whose located dense factors are read eight values at a time by a
+  // gather, as "k: x(k)" ("; " between loops); empty where none (no AVX-512F, a scalar-only
+  // build, or no loop of that shape).
+  std::string gathered;
+  // Whether the kernel sets every dense output entry of its range to the semiring's zero
+  // before adding into it (asked by EinsumKernelSpec::start_output, and its outermost loops
+  // run densely over the output's indices): the caller then need not fill the array first,
+  // which for SpMV's y was a write and a read of the whole vector more.
+  bool starts_output = false;
   void* dylib = nullptr;  // llvm::orc::JITDylib*, removed with the kernel
 };
 

@@ -17,6 +17,7 @@
 #include "src/dispatch.hpp"
 #include "src/einsum_format.hpp"
 #include "src/error.hpp"
+#include "src/gather_window.hpp"
 #include "src/json_writer.hpp"
 #include "src/logging.hpp"
 #include "src/operation.hpp"
@@ -636,6 +637,7 @@ EinsumPlan::EinsumPlan(const Context& ctx, std::string_view expression, const st
     spec.value_type = value_type_;
     spec.semiring = options_.semiring;
     spec.scalar_only = tuning_.scalar_only || options_.isa == SJ_ISA_SCALAR;
+    spec.start_output = !sparse_output_ && !dense_temp_ && expr_.terms.size() == 1;  // (else filled, then added to)
     auto store = ctx_.store();
     jit::EinsumCompileResult r = jit::compile_einsum_kernel(spec, store ? store.get() : nullptr);
     tp.compile_ms = r.ms;
@@ -669,12 +671,16 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   if (dense_result) {
     dense_out = make_dense(ctx_.allocator, out_order, output_dims_.data(), value_type_);
     dense_out.mode_order = output_format_.mode_order;
+    // One compiled term whose kernel starts every entry itself needs no fill (a pass over the
+    // whole output, then read again by the kernel).
+    const bool kernel_starts = terms_.size() == 1 && terms_[0].kernel && terms_[0].kernel->starts_output;
     const double z = semiring_zero(sr);
-    with_types(IndexType::I64, value_type_, [&](auto, auto v) {
-      using V = decltype(v);
-      V* p = dense_out.values.as_mut<V>();
-      std::fill(p, p + out_size, static_cast<V>(z));
-    });
+    if (!kernel_starts)
+      with_types(IndexType::I64, value_type_, [&](auto, auto v) {
+        using V = decltype(v);
+        V* p = dense_out.values.as_mut<V>();
+        std::fill(p, p + out_size, static_cast<V>(z));
+      });
     if (dense_temp_) present.assign(out_size, 0);
   }
   ReferenceResult ref;  // terms run by the reference evaluator
@@ -687,6 +693,9 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   if (!dense_result && terms_.size() == 1 && all_compiled && StreamingAssembler::supports(output_format_))
     stream = assemblers_.take(output_format_, output_dims_, 0, output_format_.order > 0 ? output_dims_[output_format_.mode_order[0]] : 0);
   std::vector<int64_t> dims(index_dims_.begin(), index_dims_.end());
+  const auto [gather_lo, gather_hi] = gather_window::bounds();
+  dims.push_back(gather_lo);  // after the extents, as the kernel reads them (jit/llvm_backend.hpp)
+  dims.push_back(gather_hi);
   Workers workers = Workers::for_call(ctx_, options_.threads);
   for (size_t t = 0; t < terms_.size(); ++t) {
     TermPlan& tp = terms_[t];
@@ -931,14 +940,16 @@ std::string EinsumPlan::explain_text() const {
     }
     char k[512];
     if (tp.kernel)
-      std::snprintf(k, sizeof k, "    kernel: LLVM ORC, from %s in %.3f ms (target %s)\n", tp.kernel_source.c_str(),
-                    tp.compile_ms, tp.kernel_source == "compiled" ? "host" : "host");
+      std::snprintf(k, sizeof k, "    kernel: LLVM ORC, from %s in %.3f ms (target host)\n", tp.kernel_source.c_str(),
+                    tp.compile_ms);
     else if (!tp.jit_error.empty())
       std::snprintf(k, sizeof k, "    kernel: reference evaluator (LLVM failed after %.3f ms: %.300s)\n", tp.compile_ms,
                     tp.jit_error.c_str());
     else
       std::snprintf(k, sizeof k, "    kernel: reference evaluator\n");
     out += k;
+    if (tp.kernel && !tp.kernel->gathered.empty())
+      out += cat("    gather blocks: ", tp.kernel->gathered, " (eight values a gather, for gathered factors larger than L2 and at most a quarter of L3; else scalar loads)\n");
     if (!tp.kernel && tp.parallel.parallel)
       out += cat("    parallel: yes, the reference evaluator's join split among threads by ranges of ",
                  expr_.index_names[tp.parallel.index], "; ", tp.parallel.reason, "\n");
@@ -987,7 +998,7 @@ std::string EinsumPlan::explain() const {
     w.field("chosen", tp.chosen >= 0 ? std::string(to_string(tp.candidates[tp.chosen].schedule)) : std::string("reference"));
     if (tp.chosen >= 0) w.field("loop_nest", tp.nest.print(expr_, term));
     w.key("kernel").begin_object().field("source", tp.kernel_source).field("compile_ms", tp.compile_ms)
-        .field("error", tp.jit_error).end_object();
+        .field("gather_blocks", tp.kernel ? tp.kernel->gathered : std::string()).field("error", tp.jit_error).end_object();
     w.key("parallel").begin_object()
         .field("outer_index", tp.parallel.index >= 0 ? expr_.index_names[tp.parallel.index] : std::string())
         .field("parallel", tp.parallel.parallel).field("dependence", tp.parallel.level)
