@@ -24,6 +24,7 @@
 // least-squares fit over all inputs is still to do.
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 
 #include "kernels/coiter_drivers.hpp"
 #include "kernels/push_row_blocks.hpp"
@@ -34,6 +35,7 @@
 #include "src/derived_forms.hpp"
 #include "src/dispatch.hpp"
 #include "src/error.hpp"
+#include "src/gather_window.hpp"
 #include "src/semiring.hpp"
 
 namespace sj {
@@ -549,6 +551,41 @@ class SpmvGather final : public ScheduleImpl {
       spmspv::spmv_rows<S>(A, x.values.as<V>(), y.values.as_mut<V>(), workers_of(in));
       return y;
     });
+  }
+  // The row loop spmv_rows takes follows from the types, the semiring and x's size: kept here
+  // for explain.
+  struct RowLoop {
+    bool gathers_serve = false;  // the gather loop has this semiring and these types, and the CPU AVX-512F
+    int64_t x_bytes = 0;
+  };
+  std::shared_ptr<const void> prepare(const PlanInputs& in, std::string* source, double* build_ms) const override {
+    *source = "built-in";
+    *build_ms = 0;
+    auto loop = std::make_shared<RowLoop>();
+    with_kernel_types(in.prepared.index_type, in.prepared.value_type, in.req.options.semiring, [&](auto s, auto i, auto v) {
+      using V = decltype(v);
+      loop->gathers_serve = spmv_gather_avx512::supports<decltype(s), decltype(i), V> && spmv_gather_avx512::available();
+      loop->x_bytes = in.prepared.operands[1].dims[0] * static_cast<int64_t>(sizeof(V));
+    });
+    return loop;
+  }
+  std::string describe_state(const void* state) const override {
+    if (!state) return "";
+    const auto& loop = *static_cast<const RowLoop*>(state);
+    char mib[32];
+    std::snprintf(mib, sizeof mib, "%.3g", static_cast<double>(loop.x_bytes) / (1 << 20));
+    if (!loop.gathers_serve)
+      return "row loop with scalar loads of x (the gather loop serves plus-times, min-plus and max-times over float "
+             "or double on AVX-512F)";
+    const bool in_window = loop.x_bytes > gather_window::l2_bytes() && loop.x_bytes <= gather_window::l3_bytes() / 4;
+    if (gather_window::pays(loop.x_bytes))
+      return cat("row loop reading x by AVX-512 gathers, eight products a block (x ", mib, " MiB: ",
+                 in_window ? "larger than L2, at most a quarter of L3" : "gathers pinned on", ")");
+    return cat("row loop with scalar loads of x (x ", mib, " MiB: ",
+               in_window                                      ? "gathers pinned off"
+               : loop.x_bytes <= gather_window::l2_bytes() ? "fits L2"
+                                                              : "beyond a quarter of L3",
+               ")");
   }
 };
 

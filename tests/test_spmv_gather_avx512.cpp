@@ -196,4 +196,40 @@ TEST(SpmvGatherAvx512, LargeXMatchesTheReference) {
   }
 }
 
+// Explain names the row loop the executions take (the plan's "variant").
+TEST(SpmvGatherAvx512, ExplainNamesTheRowLoop) {
+  Ctx ctx;
+  sj::test::Rng rng(5);
+  const int64_t n = window::l2_bytes() / 8 + 4097, m = 50;
+  auto a = sj::test::random_uniform<int32_t, double>(rng, m, n, 10.0 / static_cast<double>(n));
+  auto xd = sj::test::random_dense_vector<double>(rng, n);
+  H A, x;
+  A.t = sj::test::csr_handle(ctx.c, a);
+  ASSERT_EQ(sj_tensor_create_dense(ctx.c, 1, &n, SJ_VALUE_F64, xd.data(), SJ_TENSOR_COPY, &x.t), SJ_OK) << msg();
+  const sj_tensor* ops[2] = {A.t, x.t};
+  auto explain = [&](sj_semiring sr) {
+    sj_op_options o;
+    sj_op_options_init(&o);
+    o.semiring = sr;
+    o.schedule = SJ_SCHEDULE_DENSIFY;
+    sj_plan* p = nullptr;
+    EXPECT_EQ(sj_plan_create(ctx.c, SJ_OP_SPMV, ops, 2, &o, &p), SJ_OK) << msg();
+    const char* text = nullptr;
+    EXPECT_EQ(sj_plan_explain(p, &text), SJ_OK);
+    std::string s = text ? text : "";
+    sj_plan_destroy(p);
+    return s;
+  };
+  const bool fits = n * 8 <= window::l3_bytes() / 4;
+  EXPECT_NE(explain(SJ_SEMIRING_PLUS_TIMES).find(g::available() && fits ? "reading x by AVX-512 gathers" : "scalar loads of x"),
+            std::string::npos);
+  {
+    PinnedUse never(window::Use::Never);
+    const std::string s = explain(SJ_SEMIRING_MIN_PLUS);
+    EXPECT_NE(s.find("scalar loads of x"), std::string::npos) << s;
+    EXPECT_NE(s.find(g::available() && fits ? "gathers pinned off" : "x "), std::string::npos) << s;
+  }
+  EXPECT_NE(explain(SJ_SEMIRING_PLUS_PAIR).find("the gather loop serves plus-times"), std::string::npos);
+}
+
 }  // namespace
