@@ -19,7 +19,7 @@ HostFeatures detect() {
   const asmjit::CpuInfo& cpu = asmjit::CpuInfo::host();
   HostFeatures h;
   h.avx2 = cpu.hasFeature(F::kAVX2) && cpu.hasFeature(F::kBMI) && cpu.hasFeature(F::kBMI2) &&
-           cpu.hasFeature(F::kPOPCNT);
+           cpu.hasFeature(F::kPOPCNT) && cpu.hasFeature(F::kLZCNT);
   h.avx512 = h.avx2 && cpu.hasFeature(F::kAVX512_F) && cpu.hasFeature(F::kAVX512_VL) &&
              cpu.hasFeature(F::kAVX512_BW) && cpu.hasFeature(F::kAVX512_DQ);
   h.vp2intersect = h.avx512 && cpu.hasFeature(F::kAVX512_VP2INTERSECT);
@@ -78,6 +78,15 @@ sj_isa default_isa() {
     return got;
   }();
   return isa;
+}
+
+bool default_isa_includes(sj_isa tier) {
+  const sj_isa have = default_isa();
+  switch (tier) {
+    case SJ_ISA_AVX512: return have == SJ_ISA_AVX512;
+    case SJ_ISA_AVX2: return have == SJ_ISA_AVX512 || have == SJ_ISA_AVX2;
+    default: return true;
+  }
 }
 
 std::string_view isa_name(sj_isa isa) {

@@ -17,11 +17,14 @@
 
 #include <cstdint>
 
+#include "jit/isa.hpp"
+
 namespace sj::intersect_avx512 {
 
-// Whether this CPU runs the block intersection (checked once).
+// Whether the block intersection runs: the AVX-512 tier (jit/isa.hpp: the CPU, capped by
+// SPARSEJIT_ISA).
 inline bool available() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
+  static const bool yes = jit::default_isa_includes(SJ_ISA_AVX512);
   return yes;
 }
 

@@ -48,15 +48,17 @@ inline void add_one(I i, V prod, V* acc, uint8_t* mark, I* list, int64_t& cnt) {
 #include <cstring>
 #include <type_traits>
 
+#include "jit/isa.hpp"
 #include "src/semiring.hpp"
 
 #define SJ_PUSH_RUNS_AVAILABLE 1
 
 namespace sj::push_runs {
 
-// Whether this CPU runs the AVX2 column walk (inlined: it is read on every push call).
+// Whether the AVX2 column walk runs: the AVX2 tier (jit/isa.hpp: the CPU, capped by
+// SPARSEJIT_ISA). Inlined: it is read on every push call.
 [[gnu::always_inline]] inline bool available() {
-  static const bool yes = __builtin_cpu_supports("avx2");
+  static const bool yes = jit::default_isa_includes(SJ_ISA_AVX2);
   return yes;
 }
 

@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "jit/isa.hpp"
+
 #define SJ_SORT_NETWORK_AVAILABLE 1
 
 namespace sj::sort_network {
@@ -202,9 +204,9 @@ constexpr int64_t instructions16(int64_t n) {
   return 3150;
 }
 
-// Whether this CPU runs the networks (checked once).
+// Whether the networks run: the AVX2 tier (jit/isa.hpp: the CPU, capped by SPARSEJIT_ISA).
 inline bool available() {
-  static const bool yes = __builtin_cpu_supports("avx2");
+  static const bool yes = jit::default_isa_includes(SJ_ISA_AVX2);
   return yes;
 }
 

@@ -16,6 +16,7 @@
 #endif
 
 #include "absl/cleanup/cleanup.h"
+#include "jit/isa.hpp"
 #include "src/dispatch.hpp"
 #include "src/error.hpp"
 #include "src/inspect.hpp"
@@ -62,15 +63,10 @@ namespace {
 #pragma GCC pop_options
 
 namespace {
+// The AVX2 tier (jit/isa.hpp: AVX2, BMI1/2, POPCNT and LZCNT on this CPU, capped by
+// SPARSEJIT_ISA) runs the build above.
 bool cpu_has_bmi() {
-#if defined(__clang__)  // clang 14 knows no "lzcnt" here; every CPU with AVX2 and BMI2 has LZCNT
-  static const bool yes = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi") &&
-                          __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("avx2");
-#else
-  static const bool yes = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi") &&
-                          __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt") &&
-                          __builtin_cpu_supports("avx2");
-#endif
+  static const bool yes = jit::default_isa_includes(SJ_ISA_AVX2);
   return yes;
 }
 }  // namespace

@@ -555,7 +555,7 @@ class SpmvGather final : public ScheduleImpl {
   // The row loop spmv_rows takes follows from the types, the semiring and x's size: kept here
   // for explain.
   struct RowLoop {
-    bool gathers_serve = false;  // the gather loop has this semiring and these types, and the CPU AVX-512F
+    bool gathers_serve = false;  // the gather loop has this semiring and these types, and the AVX-512 tier runs
     int64_t x_bytes = 0;
   };
   std::shared_ptr<const void> prepare(const PlanInputs& in, std::string* source, double* build_ms) const override {
@@ -576,7 +576,7 @@ class SpmvGather final : public ScheduleImpl {
     std::snprintf(mib, sizeof mib, "%.3g", static_cast<double>(loop.x_bytes) / (1 << 20));
     if (!loop.gathers_serve)
       return "row loop with scalar loads of x (the gather loop serves plus-times, min-plus and max-times over float "
-             "or double on AVX-512F)";
+             "or double where the AVX-512 tier runs: the CPU, capped by SPARSEJIT_ISA)";
     const bool in_window = loop.x_bytes > gather_window::l2_bytes() && loop.x_bytes <= gather_window::l3_bytes() / 4;
     if (gather_window::pays(loop.x_bytes))
       return cat("row loop reading x by AVX-512 gathers, eight products a block (x ", mib, " MiB: ",

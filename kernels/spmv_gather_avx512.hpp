@@ -31,14 +31,15 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "jit/isa.hpp"
 #include "src/gather_window.hpp"
 #include "src/semiring.hpp"
 
 namespace sj::spmv_gather_avx512 {
 
-// Whether this CPU runs the gather loop (checked once).
+// Whether the gather loop runs: the AVX-512 tier (jit/isa.hpp: the CPU, capped by SPARSEJIT_ISA).
 inline bool available() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
+  static const bool yes = jit::default_isa_includes(SJ_ISA_AVX512);
   return yes;
 }
 
