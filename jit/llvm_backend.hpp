@@ -54,7 +54,7 @@ class EinsumKernel {
   ~EinsumKernel();
   EinsumKernelFn fn = nullptr;
   std::string key_text;  // the canonical text the cache keys by
-  // The innermost loops whose located dense factors are read eight values at a time by a
+  // The innermost loops whose located dense vectors are read eight values at a time by a
   // gather, as "k: x(k)" ("; " between loops); empty where none (no AVX-512F, a scalar-only
   // build, or no loop of that shape).
   std::string gathered;

@@ -949,7 +949,7 @@ std::string EinsumPlan::explain_text() const {
       std::snprintf(k, sizeof k, "    kernel: reference evaluator\n");
     out += k;
     if (tp.kernel && !tp.kernel->gathered.empty())
-      out += cat("    gather blocks: ", tp.kernel->gathered, " (eight values a gather, for gathered factors larger than L2 and at most a quarter of L3; else scalar loads)\n");
+      out += cat("    gather blocks: ", tp.kernel->gathered, " (eight values a gather, for gathered vectors larger than L2 and at most a quarter of L3; else scalar loads)\n");
     if (!tp.kernel && tp.parallel.parallel)
       out += cat("    parallel: yes, the reference evaluator's join split among threads by ranges of ",
                  expr_.index_names[tp.parallel.index], "; ", tp.parallel.reason, "\n");

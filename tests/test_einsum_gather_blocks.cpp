@@ -4,8 +4,8 @@
 // pinned on and off (src/gather_window.hpp) against an in-order sum written here (SpMV: every
 // row length from 0 to 40, both index types, double and float, plus-times, min-plus and
 // max-times with NaN and infinities), bit for bit against each other on other shapes (two
-// gathered factors, a dense matrix factor, a fixed factor, sparse outputs, a where workspace, a
-// scalar output), and which loops get blocks. Then the dense output a kernel starts itself
+// gathered vectors, a fixed factor, sparse outputs, a where workspace, a scalar output), and
+// which loops get blocks (not those reading a dense matrix's rows). Then the dense output a kernel starts itself
 // (EinsumKernel::starts_output): with an allocator that hands out NaN-filled memory, every entry
 // must still be written, and outputs the kernel does not start must still be filled.
 #include <gtest/gtest.h>
@@ -222,9 +222,10 @@ TEST(EinsumGatherBlocks, OtherShapesKeepTheScalarLoopsBits) {
   } cases[] = {
       {"y(i) = A(i,k) * x(k)", {&a, &x}, {"csr", "dense"}, "dense", "k: x(k)"},
       {"y(i) = A(i,k) * x(k) * z(k)", {&a, &x, &z}, {"csr", "dense", "dense"}, "dense", "k: x(k), z(k)"},
-      {"y(i) = A(i,k) * D(i,k)", {&a, &d}, {"csr", "dense"}, "dense", "k: D(i,k)"},
+      {"y(i) = A(i,k) * D(i,k)", {&a, &d}, {"csr", "dense"}, "dense", ""},  // a matrix row: read once, not gathered
       {"y(i) = A(i,k) * x(k) * s(i)", {&a, &x, &s}, {"csr", "dense", "dense"}, "dense", "k: x(k)"},
-      {"Z(i,k) = A(i,k) * D(i,k)", {&a, &d}, {"csr", "dense"}, "csr", "k: D(i,k)"},
+      {"Z(i,k) = A(i,k) * x(k)", {&a, &x}, {"csr", "dense"}, "csr", "k: x(k)"},
+      {"y(i) = A(i,k) * x(k) * D(i,k)", {&a, &x, &d}, {"csr", "dense", "dense"}, "dense", ""},
       {"Z(i,k) = A(i,k) * x(k)", {&a, &x}, {"csr", "dense"}, "dense", "k: x(k)"},
       {"C(i,j) = A(i,k) * B(k,j) * w(j)", {&a, &b, &w}, {"csr", "csr", "dense"}, "csr", "j: w(j)"},
       {"t = v(k) * g(k)", {&v, &big}, {"sparse-vector", "dense"}, std::nullopt, "k: g(k)"},
