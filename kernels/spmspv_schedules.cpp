@@ -577,7 +577,7 @@ class SpmvGather final : public ScheduleImpl {
     if (!loop.gathers_serve)
       return "row loop with scalar loads of x (the gather loop serves plus-times, min-plus and max-times over float "
              "or double where the AVX-512 tier runs: the CPU, capped by SPARSEJIT_ISA)";
-    const bool in_window = loop.x_bytes > gather_window::l2_bytes() && loop.x_bytes <= gather_window::l3_bytes() / 4;
+    const bool in_window = gather_window::in_default_window(loop.x_bytes);
     if (gather_window::pays(loop.x_bytes))
       return cat("row loop reading x by AVX-512 gathers, eight products a block (x ", mib, " MiB: ",
                  in_window ? "larger than L2, at most a quarter of L3" : "gathers pinned on", ")");

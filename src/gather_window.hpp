@@ -35,6 +35,13 @@ enum class Use { Auto, Always, Never };
 inline std::atomic<Use> g_use{Use::Auto};
 inline void set_use(Use u) { g_use.store(u, std::memory_order_relaxed); }
 
+// The window by the caches alone, whatever a test pinned: explain tells the two apart.
+inline std::pair<int64_t, int64_t> default_bounds() { return {l2_bytes(), l3_bytes() / 4}; }
+inline bool in_default_window(int64_t bytes) {
+  const auto [lo, hi] = default_bounds();
+  return bytes > lo && bytes <= hi;
+}
+
 // Gathers pay for an operand of `bytes` with lo < bytes <= hi.
 inline std::pair<int64_t, int64_t> bounds() {
   switch (g_use.load(std::memory_order_relaxed)) {
@@ -42,7 +49,7 @@ inline std::pair<int64_t, int64_t> bounds() {
     case Use::Never: return {std::numeric_limits<int64_t>::max(), -1};
     case Use::Auto: break;
   }
-  return {l2_bytes(), l3_bytes() / 4};
+  return default_bounds();
 }
 inline bool pays(int64_t bytes) {
   const auto [lo, hi] = bounds();

@@ -23,12 +23,14 @@
 #include "src/error.hpp"
 #include "src/iteration_graph.hpp"
 #include "src/tensor_file.hpp"
+#include "tensor_entries.hpp"
 #include "test_util.hpp"
 
 namespace sj::einsum {
 namespace {
 
 using test::Rng;
+using test::entries_by_coordinates;
 
 std::string parse_error(std::string_view text) {
   try {
@@ -208,23 +210,11 @@ FormatSpec dcc() {
   return s;
 }
 
-// Entries of a tensor as coordinate -> value (dense tensors: every position).
-std::map<std::vector<int64_t>, double> entries(const Tensor& t) {
-  CooTensor c = to_coo(t);
-  std::map<std::vector<int64_t>, double> m;
-  for (int64_t p = 0; p < c.nnz(); ++p) {
-    std::vector<int64_t> k;
-    for (int d = 0; d < c.order; ++d) k.push_back(c.coords[d][p]);
-    m[k] = c.values[p];
-  }
-  return m;
-}
-
 ::testing::AssertionResult same_result(const Tensor& got, const Tensor& want, double tol = 1e-9) {
   if (!(format_spec_of(got) == format_spec_of(want)))
     return ::testing::AssertionFailure() << "format " << format_text(format_spec_of(got)) << " vs "
                                          << format_text(format_spec_of(want));
-  auto a = entries(got), b = entries(want);
+  auto a = entries_by_coordinates(got), b = entries_by_coordinates(want);
   if (a.size() != b.size()) return ::testing::AssertionFailure() << "entries " << a.size() << " vs " << b.size();
   for (auto& [k, v] : b) {
     auto it = a.find(k);
@@ -271,7 +261,7 @@ TEST(EinsumReference, AgreesWithDenseBruteForce) {
   Expression e = parse("A(i,j) = B(i,k) * C(k,j)");
   ReferenceResult r;
   evaluate_reference(e, -1, {B, C}, SJ_SEMIRING_PLUS_TIMES, r);
-  auto b = entries(B), c = entries(C);
+  auto b = entries_by_coordinates(B), c = entries_by_coordinates(C);
   for (int64_t i = 0; i < 5; ++i)
     for (int64_t j = 0; j < 6; ++j) {
       double s = 0;
@@ -747,7 +737,7 @@ TEST(EinsumCli, OutputExplainAndErrors) {
   sj_op_options_init(&o);
   Tensor want = EinsumPlan(test_ctx(), "a(i) = B(i,j) * C(j,i)", {A, A}, {}, std::nullopt, o).execute({A, A});
   Tensor got = read_tensor_file(out.string(), test_ctx().allocator);  // n x 1 matrix
-  auto w = entries(want), g = entries(got);
+  auto w = entries_by_coordinates(want), g = entries_by_coordinates(got);
   EXPECT_EQ(w.size(), g.size());
   for (auto& [k, v] : w) EXPECT_NEAR((g[{k[0], 0}]), v, 1e-12 * std::max(1.0, std::abs(v)));
   std::filesystem::remove(out);

@@ -27,11 +27,13 @@
 #include "src/error.hpp"
 #include "src/gather_window.hpp"
 #include "src/semiring.hpp"
+#include "tensor_entries.hpp"
 
 namespace sj::einsum {
 namespace {
 
 namespace window = sj::gather_window;
+using test::bits_by_coordinates;
 
 // Pins the gather blocks on or off for one scope and restores the default.
 struct PinnedUse {
@@ -122,20 +124,6 @@ CooTensor sparse_coo(std::mt19937_64& rng, std::vector<int64_t> dims, double den
     c.values.push_back(all.values[p]);
   }
   return c;
-}
-
-// Entries as coordinates -> the bits of the value (any tensor; dense ones: every position).
-std::map<std::vector<int64_t>, uint64_t> bits_of(const Tensor& t) {
-  CooTensor c = to_coo(t);
-  std::map<std::vector<int64_t>, uint64_t> m;
-  for (int64_t p = 0; p < c.nnz(); ++p) {
-    std::vector<int64_t> k;
-    for (int d = 0; d < c.order; ++d) k.push_back(c.coords[d][p]);
-    uint64_t b;
-    std::memcpy(&b, &c.values[p], 8);
-    m[k] = b;
-  }
-  return m;
 }
 
 Tensor execute(const Context& ctx, const std::string& expr, const std::vector<Tensor>& ops,
@@ -243,11 +231,11 @@ TEST(EinsumGatherBlocks, OtherShapesKeepTheScalarLoopsBits) {
           std::map<std::vector<int64_t>, uint64_t> on, off;
           {
             PinnedUse pin(window::Use::Always);
-            on = bits_of(execute(plain_ctx(), c.expr, ops, formats, c.out, sr, &gathered));
+            on = bits_by_coordinates(execute(plain_ctx(), c.expr, ops, formats, c.out, sr, &gathered));
           }
           {
             PinnedUse pin(window::Use::Never);
-            off = bits_of(execute(plain_ctx(), c.expr, ops, formats, c.out, sr));
+            off = bits_by_coordinates(execute(plain_ctx(), c.expr, ops, formats, c.out, sr));
           }
           const std::string what = cat(c.expr, " ", c.formats[0], " ", to_string(it), " ", to_string(vt), " ", to_string(sr));
           EXPECT_EQ(gathered, blocks_compiled() ? c.gathered : "") << what;
@@ -304,7 +292,7 @@ TEST(EinsumGatherBlocks, DenseOutputsStartedByTheKernelOrFilled) {
       o.semiring = sr;
       o.schedule = SJ_SCHEDULE_REFERENCE;
       Tensor want = EinsumPlan(plain_ctx(), c.expr, ops, formats, "dense", o).execute(ops);
-      const auto g = bits_of(got), w = bits_of(want);
+      const auto g = bits_by_coordinates(got), w = bits_by_coordinates(want);
       ASSERT_EQ(g.size(), w.size()) << c.expr;
       for (auto& [k, bits] : w) {
         double gv, wv;

@@ -26,12 +26,14 @@
 #include "src/loop_dependence.hpp"
 #include "src/tensor_file.hpp"
 #include "src/work_partition.hpp"
+#include "tensor_entries.hpp"
 #include "test_util.hpp"
 
 namespace sj::einsum {
 namespace {
 
 using test::Rng;
+using test::entries_by_coordinates;
 
 constexpr int kThreadCounts[] = {1, 2, 3, 7};
 
@@ -107,17 +109,7 @@ FormatSpec fmt(sj_format f, int order) { return format_spec(f, order); }
 
 // Same entries as the reference, values within a relative tolerance (its sum order differs).
 ::testing::AssertionResult close_to(const Tensor& got, const Tensor& want, double tol = 1e-9) {
-  auto entries = [](const Tensor& t) {
-    CooTensor c = to_coo(t);
-    std::map<std::vector<int64_t>, double> m;
-    for (int64_t p = 0; p < c.nnz(); ++p) {
-      std::vector<int64_t> k;
-      for (int d = 0; d < c.order; ++d) k.push_back(c.coords[d][p]);
-      m[k] = c.values[p];
-    }
-    return m;
-  };
-  auto a = entries(got), b = entries(want);
+  auto a = entries_by_coordinates(got), b = entries_by_coordinates(want);
   if (a.size() != b.size()) return ::testing::AssertionFailure() << "entries " << a.size() << " vs " << b.size();
   for (auto& [k, v] : b) {
     auto it = a.find(k);
