@@ -148,6 +148,44 @@ inline int64_t merge_row_mult(const I* ac, const V* av, int64_t pa, int64_t ea, 
   return q;
 }
 
+// Union of two sorted segments, appended at out (returns the new end). Branch-free: each step
+// writes the smaller coordinate (both sides' sum when equal) and advances the side(s) it took,
+// so interleaved coordinates cost no mispredictions. The two-way branch it replaces
+// mispredicted about once per entry on uniform rows (600k x 600k, 16 a row each: 4.4 ns an
+// output entry at one thread). A floating-point sum is formed at every step and kept only on
+// a match; an integer one only on a match (a sum of unmatched values could overflow).
+template <class S, class I, class V>
+inline int64_t merge_row_add(const I* ac, const V* av, int64_t pa, int64_t ea, const I* bc, const V* bv, int64_t pb,
+                             int64_t eb, I* oc, V* ov, int64_t q) {
+  while (pa < ea && pb < eb) {
+    const I a = ac[pa], b = bc[pb];
+    const bool ta = a <= b, tb = b <= a;
+    if constexpr (std::is_floating_point_v<V>) {
+      // The value is picked by an index into the three candidates: g++ turns a select of two
+      // doubles, of their bits or of their addresses back into branches.
+      const V cand[3] = {av[pa], bv[pb], S::add(av[pa], bv[pb])};
+      ov[q] = cand[int(tb) + int(ta && tb)];
+    } else {
+      V v = ta ? av[pa] : bv[pb];
+      if (ta && tb) v = S::add(av[pa], bv[pb]);
+      ov[q] = v;
+    }
+    oc[q++] = ta ? a : b;
+    pa += ta;
+    pb += tb;
+  }
+  if (pa < ea) {
+    std::memcpy(oc + q, ac + pa, sizeof(I) * static_cast<size_t>(ea - pa));
+    std::memcpy(ov + q, av + pa, sizeof(V) * static_cast<size_t>(ea - pa));
+    q += ea - pa;
+  } else if (pb < eb) {
+    std::memcpy(oc + q, bc + pb, sizeof(I) * static_cast<size_t>(eb - pb));
+    std::memcpy(ov + q, bv + pb, sizeof(V) * static_cast<size_t>(eb - pb));
+    q += eb - pb;
+  }
+  return q;
+}
+
 // The assembly of a row-by-row element-wise result (kernels/sparse_assembly.hpp).
 // per_row(la, lb) bounds a row's output. A serial call sizes the result by the total bound
 // alone; a parallel one (worth_parallel) splits rows by merge work, nnz of both rows + 1,
@@ -178,56 +216,37 @@ Tensor assemble_rows(const CsView<I, V>& A, const CsView<I, V>& B, Workers& w, c
                                         std::forward<Fill>(fill));
 }
 
+// Row i of the result is row_merge(A's row i, B's row i) appended at q: the two-finger kernels.
+template <class I, class V, class Bound, class RowMerge>
+Tensor merge_rows(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt, Workers& w,
+                  Bound&& per_row, RowMerge&& row_merge) {
+  return assemble_rows<I, V>(A, B, w, alloc, vt, std::forward<Bound>(per_row),
+                             [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
+                               int64_t q = 0;
+                               for (int64_t i = r0; i < r1; ++i) {
+                                 q = row_merge(A.pos[i], A.pos[i + 1], B.pos[i], B.pos[i + 1], oc, ov, q);
+                                 ends[i] = q;
+                               }
+                               return q;
+                             });
+}
+
 template <class S, class I, class V>
 Tensor merge_mult(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt, Workers& w) {
   require_same(A.outer, A.inner, B.outer, B.inner, "ewise_mult");
-  return assemble_rows<I, V>(A, B, w, alloc, vt, [](int64_t la, int64_t lb) { return std::min(la, lb); },
-                                  [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
-                                    int64_t q = 0;
-                                    for (int64_t i = r0; i < r1; ++i) {
-                                      q = merge_row_mult<S>(A.crd, A.val, A.pos[i], A.pos[i + 1], B.crd, B.val,
-                                                            B.pos[i], B.pos[i + 1], oc, ov, q);
-                                      ends[i] = q;
-                                    }
-                                    return q;
-                                  });
+  return merge_rows<I, V>(alloc, A, B, vt, w, [](int64_t la, int64_t lb) { return std::min(la, lb); },
+                          [&](int64_t pa, int64_t ea, int64_t pb, int64_t eb, I* oc, V* ov, int64_t q) {
+                            return merge_row_mult<S>(A.crd, A.val, pa, ea, B.crd, B.val, pb, eb, oc, ov, q);
+                          });
 }
 
 template <class S, class I, class V>
 Tensor merge_add(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt, Workers& w) {
   require_same(A.outer, A.inner, B.outer, B.inner, "ewise_add");
-  return assemble_rows<I, V>(A, B, w, alloc, vt, [](int64_t la, int64_t lb) { return la + lb; },
-                                  [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
-  int64_t q = 0;
-  for (int64_t i = r0; i < r1; ++i) {
-    int64_t pa = A.pos[i], pb = B.pos[i];
-    const int64_t ea = A.pos[i + 1], eb = B.pos[i + 1];
-    while (pa < ea && pb < eb) {
-      const I a = A.crd[pa], b = B.crd[pb];
-      if (a < b) {
-        oc[q] = a;
-        ov[q++] = A.val[pa++];
-      } else if (b < a) {
-        oc[q] = b;
-        ov[q++] = B.val[pb++];
-      } else {
-        oc[q] = a;
-        ov[q++] = S::add(A.val[pa++], B.val[pb++]);
-      }
-    }
-    if (pa < ea) {
-      std::memcpy(oc + q, A.crd + pa, sizeof(I) * (ea - pa));
-      std::memcpy(ov + q, A.val + pa, sizeof(V) * (ea - pa));
-      q += ea - pa;
-    } else if (pb < eb) {
-      std::memcpy(oc + q, B.crd + pb, sizeof(I) * (eb - pb));
-      std::memcpy(ov + q, B.val + pb, sizeof(V) * (eb - pb));
-      q += eb - pb;
-    }
-    ends[i] = q;
-  }
-  return q;
-  });
+  return merge_rows<I, V>(alloc, A, B, vt, w, [](int64_t la, int64_t lb) { return la + lb; },
+                          [&](int64_t pa, int64_t ea, int64_t pb, int64_t eb, I* oc, V* ov, int64_t q) {
+                            return merge_row_add<S>(A.crd, A.val, pa, ea, B.crd, B.val, pb, eb, oc, ov, q);
+                          });
 }
 
 // Per-row fingers into B's rows for one chunk of search_mult_t: started lazily at the row's
