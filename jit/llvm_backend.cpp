@@ -676,7 +676,7 @@ class NestCodegen {
       const int order = nest.factor_formats[f].order;
       Value* p = order == 0 ? B.getInt64(0) : static_cast<Value*>(B.CreateLoad(i64, pos[f][order - 1]));
       Value* x = load_value(f, p);
-      prod = prod ? mul(prod, x) : (term.factors.size() == 1 ? mul_single(x) : x);
+      prod = prod ? mul(prod, x) : x;  // a single factor keeps its value, whatever the semiring
     }
     accumulate(prod);
   }
@@ -724,8 +724,6 @@ class NestCodegen {
     return op;
   }
   Value* output_entry() { return B.CreateGEP(VT, out, output_position()); }
-  // A single factor under plus-pair still counts 1 per entry; other semirings keep the value.
-  Value* mul_single(Value* x) { return spec.semiring == SJ_SEMIRING_PLUS_PAIR ? ConstantFP::get(CT, 1.0) : x; }
 
   // ---- gather blocks
   // The innermost loop over one sparse level whose coordinates locate dense vectors' values

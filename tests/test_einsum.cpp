@@ -427,6 +427,32 @@ TEST(EinsumEndToEnd, SparseConflictsCaseStudies) {
   EXPECT_TRUE(same_result(csc.got, csc.want));
 }
 
+// A term of one factor keeps that factor's value under plus-pair too, as the reference
+// evaluator and sj_ewise_add do: the generated loops used to count 1 for it ("counts matched
+// pairs": a single factor has no pair), so Z = A + B under plus-pair gave 2 where both held.
+TEST(EinsumEndToEnd, SingleFactorTermsKeepTheirValuesUnderPlusPair) {
+  Rng rng(31);
+  Tensor A = random_tensor(rng, {30, 20}, 0.2, fmt(SJ_FORMAT_CSR, 2));
+  Tensor B = random_tensor(rng, {30, 20}, 0.2, fmt(SJ_FORMAT_CSR, 2));
+  Tensor x = random_tensor(rng, {20}, 1.0, fmt(SJ_FORMAT_DENSE, 1));
+  struct Case {
+    std::string expr;
+    std::vector<Tensor> ops;
+    std::string out;
+  } cases[] = {
+      {"y(i) = A(i,j)", {A}, "dense"},
+      {"Z(i,j) = A(i,j)", {A}, "csr"},
+      {"Z(i,j) = A(i,j) + B(i,j)", {A, B}, "dense"},
+      {"Z(i,j) = A(i,j) + B(i,j)", {A, B}, "coo"},
+      {"y(i) = A(i,j) * x(j) + A(i,j)", {A, x}, "dense"},  // pairs count 1, the single factor its value
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.expr + " into " + c.out);
+    Outcome r = run(c.expr, c.ops, {}, c.out, SJ_SCHEDULE_AUTO, SJ_SEMIRING_PLUS_PAIR);
+    EXPECT_TRUE(same_result(r.got, r.want));
+  }
+}
+
 TEST(EinsumEndToEnd, SemiringsTypesAndLevelKinds) {
   Rng rng(17);
   Tensor B = random_tensor(rng, {25, 30}, 0.15, fmt(SJ_FORMAT_CSR, 2));
