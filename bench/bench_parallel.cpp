@@ -445,6 +445,9 @@ int main(int argc, char** argv) {
   einv.push_back({"einsum C(i,j)=A(i,k)*B(k,j)", np, "C(i,j) = A(i,k) * B(k,j)", {hp, hp}, "csr", WITH_GRB(mxm(gp, gp, nullptr))});
   einv.push_back({"einsum Z(i,j)=A(i,j)*B(i,j)", nb, "Z(i,j) = A(i,j) * B(i,j)", {hb, hb2}, "csr",
                   WITH_GRB(ewise(gb, gb2, false, false))});
+  // A sum of two terms: each term's result assembled on its own, then summed row by row.
+  einv.push_back({"einsum Z(i,j)=A(i,j)+B(i,j)", nb, "Z(i,j) = A(i,j) + B(i,j)", {hb, hb2}, "csr",
+                  WITH_GRB(ewise(gb, gb2, true, false))});
   for (auto& o : einv)
     if (selected(o.op))
       rows.push_back(time_row(o.op, o.input, o.grb, [&](int threads, std::string* schedule) {

@@ -1,13 +1,16 @@
 #include "kernels/einsum_output.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "kernels/ewise_kernels.hpp"
 #include "kernels/sort_network_avx2.hpp"
 #include "src/dispatch.hpp"
 #include "src/error.hpp"
+#include "src/semiring.hpp"
 
 namespace sj::einsum {
 
@@ -102,6 +105,78 @@ CooSink::CooSink(int order, const std::array<int64_t, kMaxOrder>& dims) {
     for (int m = 0; m < t.order; ++m) t.coords[m].push_back(c[m]);
     t.values.push_back(v);
   };
+}
+
+bool one_compressed_level(const FormatSpec& spec) {
+  if (spec.order == 0 || !StreamingAssembler::supports(spec)) return false;
+  for (int l = 0; l + 1 < spec.order; ++l)
+    if (spec.kinds[l] != LevelKind::Dense) return false;
+  return true;
+}
+
+Tensor sum_term_results(std::vector<Tensor>& parts, const FormatSpec& spec, const std::array<int64_t, kMaxOrder>& dims,
+                        IndexType it, ValueType vt, sj_semiring sr, const Allocator& alloc, Workers& w) {
+  if (parts.empty()) fail(SJ_ERR_INTERNAL, "einsum: a sum of no terms");
+  if (parts.size() == 1) return std::move(parts[0]);
+  const int D = spec.order - 1;  // the compressed level
+  int64_t outer = 1;
+  for (int l = 0; l < D; ++l) outer *= dims[spec.mode_order[l]];
+  const int64_t inner = dims[spec.mode_order[D]];
+  Tensor sum;  // a CSR of outer rows: each dense position a row
+  with_kernel_types(it, vt, sr, [&](auto s, auto i, auto v) {
+    using S = decltype(s);
+    using I = decltype(i);
+    using V = decltype(v);
+    // The compressed level `l` of `t` as the rows of a matrix.
+    auto rows_of = [&](const Tensor& t, int l) {
+      CsView<I, V> r;
+      r.outer = outer;
+      r.inner = inner;
+      r.pos = t.levels[l].pos.template as<int64_t>();
+      r.crd = t.levels[l].crd.template as<I>();
+      r.val = t.values.template as<V>();
+      return r;
+    };
+    sum = ewise::merge_add<S>(alloc, rows_of(parts[0], D), rows_of(parts[1], D), vt, w);
+    for (size_t t = 2; t < parts.size(); ++t) sum = ewise::merge_add<S>(alloc, rows_of(sum, 1), rows_of(parts[t], D), vt, w);
+  });
+  Tensor out = empty_result(spec, dims, it, vt);
+  out.levels[D].pos = sum.levels[1].pos;
+  out.levels[D].crd = sum.levels[1].crd;
+  out.values = sum.values;
+  return out;
+}
+
+void join_sorted_terms(const std::vector<CooTensor>& terms, const FormatSpec& spec, sj_semiring sr, EmitSink& into) {
+  const int order = spec.order;
+  const size_t k = terms.size();
+  std::vector<int64_t> at(k, 0);
+  // Term t's entry p against term u's entry q in level order: <0, 0 or >0.
+  auto compare = [&](size_t t, int64_t p, size_t u, int64_t q) {
+    for (int l = 0; l < order; ++l) {
+      const int m = spec.mode_order[l];
+      const int64_t a = terms[t].coords[m][p], b = terms[u].coords[m][q];
+      if (a != b) return a < b ? -1 : 1;
+    }
+    return 0;
+  };
+  std::array<int64_t, kMaxOrder> c{};
+  with_semiring<double>(sr, [&](auto s) {
+    using S = decltype(s);
+    for (;;) {
+      // The term holding the smallest coordinate (the first such term on a tie).
+      size_t lead = k;
+      for (size_t t = 0; t < k; ++t)
+        if (at[t] < terms[t].nnz() && (lead == k || compare(t, at[t], lead, at[lead]) < 0)) lead = t;
+      if (lead == k) break;
+      const int64_t p = at[lead]++;
+      double v = terms[lead].values[p];
+      for (size_t t = lead + 1; t < k; ++t)
+        if (at[t] < terms[t].nnz() && compare(t, at[t], lead, p) == 0) v = S::add(v, terms[t].values[at[t]++]);
+      for (int m = 0; m < order; ++m) c[m] = terms[lead].coords[m][p];
+      into.emit(&into, c.data(), v);
+    }
+  });
 }
 
 bool StreamingAssembler::supports(const FormatSpec& spec) {

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "sparsejit/sparsejit.h"
 #include "src/convert.hpp"
 #include "src/work_partition.hpp"
 
@@ -70,6 +71,25 @@ struct CooSink : EmitSink {
   explicit CooSink(int order, const std::array<int64_t, kMaxOrder>& dims);
   CooTensor coo;
 };
+
+// Layouts of dense levels then one compressed level (CSR, CSC, a sparse vector,
+// dense-dense-compressed): the terms of a sum are assembled on their own and joined by
+// sum_term_results.
+bool one_compressed_level(const FormatSpec& spec);
+// The sum of several terms' results, each of layout `spec` (one_compressed_level), in term
+// order: ((t0 + t1) + t2) ..., each join a row-by-row merge over the dense positions
+// (ewise::merge_add, split among the workers by merge work), an entry several terms hold the
+// semiring's add of their values in the output's value type. The first result may be returned
+// as it is (one term).
+Tensor sum_term_results(std::vector<Tensor>& parts, const FormatSpec& spec, const std::array<int64_t, kMaxOrder>& dims,
+                        IndexType it, ValueType vt, sj_semiring sr, const Allocator& alloc, Workers& w);
+
+// Several terms' outputs into one sparse output: each list holds a compiled term's entries,
+// in the output's level order and each coordinate once (as the term's kernel emitted them), and
+// they are merged into `into` in that order; a coordinate several terms hold is the semiring's
+// sum in term order, as the reference evaluator's join adds them. A merge of sorted lists: the
+// map of coordinates it replaces made Z(i,j) = A(i,j) + B(i,j) ~100x slower than sj_ewise_add.
+void join_sorted_terms(const std::vector<CooTensor>& terms, const FormatSpec& spec, sj_semiring sr, EmitSink& into);
 
 // Builds a tensor of layout `spec` from entries that arrive sorted by the spec's level order
 // and unique. Layouts: any number of dense levels first, then compressed (unique) levels.

@@ -685,13 +685,17 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   }
   ReferenceResult ref;  // terms run by the reference evaluator
   std::vector<CooTensor> emitted;
-  // one compiled term into a sparse output: assembled as the kernel emits (sorted, unique)
+  // Compiled terms into a sparse output are assembled as their kernels emit (sorted, unique):
+  // one term into the result itself; several terms (one compressed level) each into a result of
+  // its own, the results then summed row by row (sum_term_results).
   std::unique_ptr<StreamingAssembler> stream;  // (from the plan's stock, given back at the end)
   std::optional<Tensor> streamed;  // the same output built from a parallel run's pieces
   bool all_compiled = true;
   for (auto& tp : terms_) all_compiled &= tp.kernel != nullptr;
-  if (!dense_result && terms_.size() == 1 && all_compiled && StreamingAssembler::supports(output_format_))
-    stream = assemblers_.take(output_format_, output_dims_, 0, output_format_.order > 0 ? output_dims_[output_format_.mode_order[0]] : 0);
+  const bool sum_of_streams = !dense_result && terms_.size() > 1 && all_compiled && one_compressed_level(output_format_);
+  const bool streams = !dense_result && all_compiled && StreamingAssembler::supports(output_format_) &&
+                       (terms_.size() == 1 || sum_of_streams);
+  std::vector<Tensor> term_results;  // (sum_of_streams)
   std::vector<int64_t> dims(index_dims_.begin(), index_dims_.end());
   const auto [gather_lo, gather_hi] = gather_window::bounds();
   dims.push_back(gather_lo);  // after the extents, as the kernel reads them (jit/llvm_backend.hpp)
@@ -715,6 +719,15 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
       }
       arrays[f * jit::kEinsumSlotsPerFactor + 8] = ft.values.data();
     }
+    // A term of a sum that is one operand as the output stores it (A in Z = A + B, both CSR) is
+    // its own result: its kernel would only copy it.
+    if (sum_of_streams && term.factors.size() == 1 && term.factors[0].indices == expr_.output.indices &&
+        held[0].index_type == index_type_ && format_spec_of(held[0]) == output_format_) {
+      term_results.push_back(held[0]);
+      continue;
+    }
+    if (streams && !stream)
+      stream = assemblers_.take(output_format_, output_dims_, 0, output_format_.order > 0 ? output_dims_[output_format_.mode_order[0]] : 0);
     // The outermost loop's coordinates, split into chunks by estimated work where the
     // dependence test allows (one chunk otherwise); [lo, hi) is passed to the kernel.
     const int64_t n0 = tp.nest.loops.empty() ? 1 : index_dims_[tp.nest.loops[0].index];
@@ -778,6 +791,11 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
       streamed = StreamingAssembler::finish_pieces(pieces, workers, part, index_type_, value_type_, ctx_.allocator);
       for (auto& piece : pieces) assemblers_.give(std::move(piece));
     }
+    if (sum_of_streams) {
+      term_results.push_back(streamed ? std::move(*streamed) : stream->finish(index_type_, value_type_, ctx_.allocator));
+      streamed.reset();
+      assemblers_.give(std::move(stream));
+    }
     if (!coos.empty()) {
       CooTensor joined = std::move(coos[0]->coo);
       for (size_t c = 1; c < coos.size(); ++c) {
@@ -828,6 +846,9 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
       });
       result = from_coo(coo, output_format_, index_type_, value_type_, ctx_.allocator);
     }
+  } else if (sum_of_streams) {
+    result = sum_term_results(term_results, output_format_, output_dims_, index_type_, value_type_, sr, ctx_.allocator,
+                              workers);
   } else if (streamed) {
     result = std::move(*streamed);
   } else if (stream) {
@@ -835,6 +856,13 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
     assemblers_.give(std::move(stream));
   } else if (emitted.size() == 1 && ref.empty()) {
     result = from_coo(emitted[0], output_format_, index_type_, value_type_, ctx_.allocator);
+  } else if (ref.empty() && StreamingAssembler::supports(output_format_)) {
+    // several compiled terms, each emitted in the output's level order: merged in that order
+    std::unique_ptr<StreamingAssembler> joined = assemblers_.take(output_format_, output_dims_, 0,
+                                                                  output_format_.order > 0 ? output_dims_[output_format_.mode_order[0]] : 0);
+    join_sorted_terms(emitted, output_format_, sr, *joined);
+    result = joined->finish(index_type_, value_type_, ctx_.allocator);
+    assemblers_.give(std::move(joined));
   } else {
     // several terms: merge their entries with the semiring's add
     for (auto& coo : emitted)
