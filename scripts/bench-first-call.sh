@@ -4,7 +4,7 @@
 # medians. The bare kernel's ratio is what any first call in a new process pays (memory faulted
 # in on first touch); the runtime's first call adds inspection and planning to it.
 #
-#   scripts/bench-first-call.sh [matrix.mtx ...]      (square matrices; default: a few > 1 ms)
+#   scripts/bench-first-call.sh [matrix.mtx ...]      (A*A, A*A^T if rectangular; default: a few > 1 ms)
 #   BUILD=build   build folder with bench/bench_call_overhead
 #   SPARSEJIT_BENCH_CLOCK=wall   wall time instead of thread CPU time (a quiet machine only)
 set -euo pipefail
