@@ -195,6 +195,15 @@ class NestCodegen {
       default: return ConstantFP::get(CT, 0.0);
     }
   }
+  // Where an accumulator receives at least one product before it is read (an emitted entry, a
+  // workspace entry's first touch): add(start(), p) is p, bit for bit, as the reference
+  // evaluator's fold from the first product. Sums start from -0.0 (+0.0 + -0.0 is +0.0: a
+  // lone -0.0 came out +0.0), min and max from their infinities (NaN wins either way).
+  Constant* start() {
+    if (spec.semiring == SJ_SEMIRING_PLUS_TIMES || spec.semiring == SJ_SEMIRING_PLUS_PAIR)
+      return ConstantFP::get(CT, -0.0);
+    return zero();
+  }
   Value* truth(Value* a) { return B.CreateFCmpUNE(a, ConstantFP::get(CT, 0.0)); }
   Value* add(Value* a, Value* b) {
     switch (spec.semiring) {
@@ -353,7 +362,7 @@ class NestCodegen {
     gen_loop(k);
   }
   template <class Body> void gen_emitting(Body body) {
-    B.CreateStore(zero(), acc);
+    B.CreateStore(start(), acc);  // emitted only once a product came (found)
     B.CreateStore(B.getInt8(0), found);
     body();
     auto* yes = BasicBlock::Create(C, "emit", F);
@@ -707,7 +716,7 @@ class NestCodegen {
         Value* n = B.CreateLoad(i64, ws_count);
         B.CreateStore(w, B.CreateGEP(i64, ws_list, n));
         B.CreateStore(B.CreateAdd(n, B.getInt64(1)), ws_count);
-        B.CreateStore(add(zero(), prod), val_at);
+        B.CreateStore(add(start(), prod), val_at);
         B.CreateBr(done);
         B.SetInsertPoint(again);
         B.CreateStore(add(B.CreateLoad(CT, val_at), prod), val_at);

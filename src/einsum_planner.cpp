@@ -692,7 +692,8 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   std::optional<Tensor> streamed;  // the same output built from a parallel run's pieces
   bool all_compiled = true;
   for (auto& tp : terms_) all_compiled &= tp.kernel != nullptr;
-  const bool sum_of_streams = !dense_result && terms_.size() > 1 && all_compiled && one_compressed_level(output_format_);
+  const SumPath sum = sum_path();
+  const bool sum_of_streams = sum == SumPath::Rows;
   const bool streams = !dense_result && all_compiled && StreamingAssembler::supports(output_format_) &&
                        (terms_.size() == 1 || sum_of_streams);
   std::vector<Tensor> term_results;  // (sum_of_streams)
@@ -856,7 +857,7 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
     assemblers_.give(std::move(stream));
   } else if (emitted.size() == 1 && ref.empty()) {
     result = from_coo(emitted[0], output_format_, index_type_, value_type_, ctx_.allocator);
-  } else if (ref.empty() && StreamingAssembler::supports(output_format_)) {
+  } else if (sum == SumPath::Lists) {
     // several compiled terms, each emitted in the output's level order: merged in that order
     std::unique_ptr<StreamingAssembler> joined = assemblers_.take(output_format_, output_dims_, 0,
                                                                   output_format_.order > 0 ? output_dims_[output_format_.mode_order[0]] : 0);
@@ -883,6 +884,16 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   last_execute_ms_ = ms;
   ++executions_;
   return result;
+}
+
+EinsumPlan::SumPath EinsumPlan::sum_path() const {
+  if (terms_.size() < 2 || !sparse_output_ || dense_temp_) return SumPath::None;
+  for (auto& tp : terms_)
+    if (!tp.kernel) return SumPath::Map;
+  // Rows add in the value type; f32 sums of three or more terms would then round at every
+  // join where the reference rounds once (two agree: a float sum rounded from double is exact).
+  if (one_compressed_level(output_format_) && (value_type_ != ValueType::F32 || terms_.size() == 2)) return SumPath::Rows;
+  return StreamingAssembler::supports(output_format_) ? SumPath::Lists : SumPath::Map;
 }
 
 LoopParallelism EinsumPlan::reference_parallelism() const {
@@ -989,6 +1000,20 @@ std::string EinsumPlan::explain_text() const {
       out += cat("    parallel: no, outermost loop ", expr_.index_names[tp.parallel.index], " stays serial; ", tp.parallel.reason, "\n");
     else
       out += cat("    parallel: no, serial; ", tp.parallel.reason, "\n");
+  }
+  switch (sum_path()) {
+    case SumPath::Rows:
+      out += "  sum of terms: each term assembled on its own (one already in the output's layout taken as it is), "
+             "the results added row by row in term order\n";
+      break;
+    case SumPath::Lists:
+      out += "  sum of terms: the terms' entry lists, each in the output's order, merged; sums in double in term order, "
+             "rounded once\n";
+      break;
+    case SumPath::Map:
+      out += "  sum of terms: entries joined by coordinates (a term runs the reference evaluator, or a COO output)\n";
+      break;
+    case SumPath::None: break;
   }
   char threads[512];
   std::snprintf(threads, sizeof threads, "  threads: %d (requested %d); context %d (%s); last execution: %lld chunk(s)\n",

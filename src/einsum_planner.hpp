@@ -92,6 +92,12 @@ class EinsumPlan {
   double simulate(const Term& term, const EinsumCandidate& c, const std::vector<Tensor>& ops) const;
   Tensor factor_tensor(const Tensor& operand, const FormatSpec& spec) const;
   LoopParallelism reference_parallelism() const;
+  // How the terms of a sum into a sparse output are added (execute runs it, explain names it):
+  // Rows, each term's result summed row by row in its value type (sum_term_results); Lists,
+  // the terms' sorted entries merged with sums in double, rounded once (join_sorted_terms);
+  // Map, the reference's map of coordinates; None, one term or a dense output.
+  enum class SumPath { None, Rows, Lists, Map };
+  SumPath sum_path() const;
   void run_reference(int term, const std::vector<Tensor>& operands, Workers& workers,
                      std::map<std::vector<int64_t>, double>& ref) const;
 

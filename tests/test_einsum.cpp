@@ -474,23 +474,26 @@ TEST(EinsumEndToEnd, SumsOfTermsIntoSparseOutputs) {
   FormatSpec ddc = fmt(SJ_FORMAT_DENSE, 3);
   ddc.kinds[2] = LevelKind::Compressed;
   const std::string ddc_text = "dense(i),dense(j),compressed(k)";
+  const std::string rows = "the results added row by row", lists = "entry lists, each in the output's order, merged",
+                    map = "entries joined by coordinates";
   struct Case {
     std::string expr;
     std::vector<Tensor> ops;
     std::string out;
     bool bits;
+    std::string path;  // in explain
   } cases[] = {
-      {"Z(i,j) = A(i,j) + B(i,j)", {A, B}, "csr", true},
-      {"Z(i,j) = A(i,j) + B(i,j) + C(i,j)", {A, B, C}, "csr", true},
-      {"Z(i,j) = A(i,j) + A(i,j)", {A}, "csr", true},
-      {"Z(i,j) = A(i,j) + B(i,j)", {A, B}, "csc", true},
-      {"Z(i,j) = A(i,j) + B(i,j)", {A, B}, "dcsr", true},
-      {"Z(i,j) = A(i,j) + B(i,j)", {A, B}, "coo", true},
-      {"Z(i,j) = A(i,k) * K(k,j) + B(i,j)", {A, K, B}, "csr", false},
-      {"Z(i,j) = A(i,j) + D(j,i)", {A, D}, "csr", true},  // D's term runs its kernel (transposed)
-      {"z(i) = x(i) + y(i)", {x, y}, "sparse", true},
-      {"Z(i,j,k) = T(i,j,k) + U(i,j,k)", {T, U}, ddc_text, true},
-      {"Z(i,j,k) = T(i,j,k) + U(i,j,k)", {T, U}, "csf", true},
+      {"Z(i,j) = A(i,j) + B(i,j)", {A, B}, "csr", true, rows},
+      {"Z(i,j) = A(i,j) + B(i,j) + C(i,j)", {A, B, C}, "csr", true, rows},
+      {"Z(i,j) = A(i,j) + A(i,j)", {A}, "csr", true, rows},
+      {"Z(i,j) = A(i,j) + B(i,j)", {A, B}, "csc", true, rows},
+      {"Z(i,j) = A(i,j) + B(i,j)", {A, B}, "dcsr", true, lists},
+      {"Z(i,j) = A(i,j) + B(i,j)", {A, B}, "coo", true, map},
+      {"Z(i,j) = A(i,k) * K(k,j) + B(i,j)", {A, K, B}, "csr", false, rows},
+      {"Z(i,j) = A(i,j) + D(j,i)", {A, D}, "csr", true, rows},  // D's term runs its kernel (transposed)
+      {"z(i) = x(i) + y(i)", {x, y}, "sparse", true, rows},
+      {"Z(i,j,k) = T(i,j,k) + U(i,j,k)", {T, U}, ddc_text, true, rows},
+      {"Z(i,j,k) = T(i,j,k) + U(i,j,k)", {T, U}, "csf", true, lists},
   };
   for (sj_semiring s : {SJ_SEMIRING_PLUS_TIMES, SJ_SEMIRING_MIN_PLUS, SJ_SEMIRING_MAX_TIMES, SJ_SEMIRING_PLUS_PAIR}) {
     for (auto& c : cases) {
@@ -499,6 +502,35 @@ TEST(EinsumEndToEnd, SumsOfTermsIntoSparseOutputs) {
       EXPECT_TRUE(same_result(r.got, r.want));
       if (c.bits && s == SJ_SEMIRING_PLUS_TIMES)
         EXPECT_TRUE(bits_by_coordinates(r.got) == bits_by_coordinates(r.want));
+      EXPECT_NE(r.plan->explain_text().find(c.path), std::string::npos) << r.plan->explain_text();
+    }
+  }
+  // Every entry of `t` set to v (its structure kept).
+  auto with_values = [](const Tensor& t, double v, ValueType vt) {
+    CooTensor coo = to_coo(t);
+    for (double& x : coo.values) x = v;
+    return from_coo(coo, format_spec_of(t), t.index_type, vt, test_ctx().allocator);
+  };
+  // f32, three terms: 1 + 2^-24 + 2^-24 is 1 + 2^-23 summed in double and rounded once, as the
+  // reference does, but 1 summed in float (the first join rounds to even). Rows would round at
+  // every join, so three f32 terms take the lists.
+  {
+    Tensor P = random_tensor(rng, {20, 20}, 0.3, fmt(SJ_FORMAT_CSR, 2), ValueType::F32);
+    Tensor one = with_values(P, 1.0, ValueType::F32), tiny = with_values(P, std::ldexp(1.0, -24), ValueType::F32);
+    Outcome r = run("Z(i,j) = A(i,j) + B(i,j) + C(i,j)", {one, tiny, tiny}, {}, "csr");
+    EXPECT_TRUE(bits_by_coordinates(r.got) == bits_by_coordinates(r.want));
+    EXPECT_NE(r.plan->explain_text().find(lists), std::string::npos) << r.plan->explain_text();
+  }
+  // Lone -0.0 entries stay -0.0 whether their term is taken as it is (CSR in a CSR output), runs
+  // its kernel (the same operand as DCSR), or is merged as a list (DCSR output): the kernels'
+  // sums start from -0.0, not +0.0 (+0.0 + -0.0 is +0.0).
+  {
+    Tensor N = with_values(A, -0.0, ValueType::F64);
+    Tensor Nd = from_coo(to_coo(N), fmt(SJ_FORMAT_DCSR, 2), IndexType::I32, ValueType::F64, test_ctx().allocator);
+    for (auto& [n, out] : {std::pair{N, "csr"}, {Nd, "csr"}, {N, "dcsr"}, {Nd, "dcsr"}}) {
+      SCOPED_TRACE(std::string("-0.0 into ") + out);
+      Outcome r = run("Z(i,j) = N(i,j) + B(i,j)", {n, B}, {}, out);
+      EXPECT_TRUE(bits_by_coordinates(r.got) == bits_by_coordinates(r.want));
     }
   }
   // Boolean values (or-and) through the row-by-row sum.

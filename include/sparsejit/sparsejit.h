@@ -113,7 +113,8 @@ typedef SJ_ENUM(sj_semiring) {
   SJ_SEMIRING_MIN_PLUS = 1,   /* (min, +), identity +inf; a NaN product makes the entry NaN */
   SJ_SEMIRING_MAX_TIMES = 2,  /* (max, *), identity -inf; a NaN product makes the entry NaN */
   SJ_SEMIRING_OR_AND = 3,     /* (or, and) on truth values (nonzero = true); results are 0/1 */
-  SJ_SEMIRING_PLUS_PAIR = 4   /* (+, 1): counts matched pairs */
+  SJ_SEMIRING_PLUS_PAIR = 4   /* (+, 1): counts matched pairs (an index-notation term of one
+                                 factor keeps its value) */
 } sj_semiring;
 
 /* Schedules (DESIGN.md "Schedule names"). SJ_SCHEDULE_AUTO lets the runtime choose. Forcing a
