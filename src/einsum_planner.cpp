@@ -728,7 +728,7 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
       continue;
     }
     if (streams && !stream)
-      stream = assemblers_.take(output_format_, output_dims_, 0, output_format_.order > 0 ? output_dims_[output_format_.mode_order[0]] : 0);
+      stream = whole_output_assembler();
     // The outermost loop's coordinates, split into chunks by estimated work where the
     // dependence test allows (one chunk otherwise); [lo, hi) is passed to the kernel.
     const int64_t n0 = tp.nest.loops.empty() ? 1 : index_dims_[tp.nest.loops[0].index];
@@ -859,8 +859,7 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
     result = from_coo(emitted[0], output_format_, index_type_, value_type_, ctx_.allocator);
   } else if (sum == SumPath::Lists) {
     // several compiled terms, each emitted in the output's level order: merged in that order
-    std::unique_ptr<StreamingAssembler> joined = assemblers_.take(output_format_, output_dims_, 0,
-                                                                  output_format_.order > 0 ? output_dims_[output_format_.mode_order[0]] : 0);
+    std::unique_ptr<StreamingAssembler> joined = whole_output_assembler();
     join_sorted_terms(emitted, output_format_, sr, *joined);
     result = joined->finish(index_type_, value_type_, ctx_.allocator);
     assemblers_.give(std::move(joined));
@@ -884,6 +883,10 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   last_execute_ms_ = ms;
   ++executions_;
   return result;
+}
+
+std::unique_ptr<StreamingAssembler> EinsumPlan::whole_output_assembler() const {
+  return assemblers_.take(output_format_, output_dims_, 0, output_format_.order > 0 ? output_dims_[output_format_.mode_order[0]] : 0);
 }
 
 EinsumPlan::SumPath EinsumPlan::sum_path() const {

@@ -98,6 +98,8 @@ class EinsumPlan {
   // Map, the reference's map of coordinates; None, one term or a dense output.
   enum class SumPath { None, Rows, Lists, Map };
   SumPath sum_path() const;
+  // An assembler of the whole output (every coordinate of its first level), from the stock.
+  std::unique_ptr<StreamingAssembler> whole_output_assembler() const;
   void run_reference(int term, const std::vector<Tensor>& operands, Workers& workers,
                      std::map<std::vector<int64_t>, double>& ref) const;
 
