@@ -100,8 +100,7 @@ sj_op_options opts(sj_schedule s) {
 }
 
 std::string chosen_name(const EinsumPlan& p) {
-  const auto& t = p.terms()[0];
-  return t.chosen < 0 ? "reference" : std::string(to_string(t.candidates[t.chosen].schedule));
+  return chosen_schedule_name(p.terms()[0]);
 }
 
 // Random tensor with `nnz_per_row` entries per innermost segment on average, in `spec`.

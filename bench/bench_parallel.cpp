@@ -169,6 +169,7 @@ struct Ours {
     sj_op_options o;
     sj_op_options_init(&o);
     o.threads = threads;
+    o.recompute_structure = 1;  // a product's plan computes it whole every time, as GraphBLAS does
     sj_plan* p = nullptr;
     if (sj_einsum_plan(ctx, expr, ops.data(), static_cast<int>(ops.size()), nullptr, out_format, &o, &p) != SJ_OK) {
       std::fprintf(stderr, "einsum plan failed: %s\n", sj_last_error_message());

@@ -45,7 +45,7 @@
 #include "kernels/operand_csc.hpp"
 #include "kernels/schedule.hpp"
 #include "kernels/spgemm_gustavson.hpp"
-#include "kernels/spgemm_structure.hpp"
+#include "kernels/spgemm_plan_state.hpp"
 #include "src/convert.hpp"
 #include "src/derived_forms.hpp"
 #include "src/error.hpp"
@@ -76,14 +76,6 @@ bool fits_l2(int64_t cols, ValueType vt) {
   return static_cast<double>(cols) * (4 + value_bytes(vt)) <= kL2Bytes;
 }
 
-
-// A Gustavson plan's state: the dense accumulator's row loop, timed over its executions, and
-// the product's structure kept for executions on operands of the same structure
-// (kernels/spgemm_structure.hpp). Members are mutable: executions share the state.
-struct GustavsonPlanState {
-  TimedChoice loop;
-  mutable KeptStructureSlot kept;
-};
 
 class GustavsonSpgemm final : public ScheduleImpl {
  public:
@@ -122,65 +114,13 @@ class GustavsonSpgemm final : public ScheduleImpl {
   // product, e.g. a drop-in call, keeps nothing).
   Tensor run(const ExecInputs& in) const override {
     const auto& ops = in.prepared.operands;
-    const auto* st = static_cast<const GustavsonPlanState*>(in.state);
     const sj_op_options& o = in.req.options;
-    const bool keeps = st && !o.dense_output && !o.recompute_structure;
-    if (keeps) {
-      if (auto s = st->kept.match(ops[0], ops[1])) {
-        st->kept.values_only.fetch_add(1, std::memory_order_relaxed);
-        return spgemm_values_only(ops[0], ops[1], *s, o.semiring, in.ctx.allocator, workers_of(in));
-      }
-    }
-    Tensor C = spgemm_gustavson(ops[0], ops[1], o.semiring, o.dense_output != 0, kind_, in.ctx.allocator,
-                                workers_of(in), st && kind_ == SpgemmAccumulator::Dense ? &st->loop : nullptr);
-    if (keeps) {
-      const int64_t n = st->kept.full.fetch_add(1, std::memory_order_relaxed) + 1;
-      if (n >= 2) {
-        try {
-          if (auto s = keep_spgemm_structure(ops[0], ops[1], C, in.ctx.allocator, n)) st->kept.keep(std::move(s));
-        } catch (const Error&) {  // out of memory for the copies: the result stands, nothing is kept
-        }
-      }
-    }
-    return C;
+    return run_gustavson_plan(ops[0], ops[1], o.semiring, o.dense_output != 0, kind_, !o.recompute_structure,
+                              static_cast<const GustavsonPlanState*>(in.state), in.ctx.allocator, workers_of(in));
   }
   std::string describe_state(const void* state) const override {
     if (!state) return "";
-    const auto& ps = *static_cast<const GustavsonPlanState*>(state);
-    std::string kept = describe_kept(ps.kept);
-    if (kind_ == SpgemmAccumulator::Hash) return kept;
-    std::string loop = describe_loop(ps.loop);
-    return kept.empty() ? loop : loop.empty() ? kept : cat(loop, "; ", kept);
-  }
-
- private:
-  static std::string describe_kept(const KeptStructureSlot& k) {
-    const auto s = k.current();
-    const int64_t only = k.values_only.load(std::memory_order_relaxed);
-    if (!s) return "";
-    return cat("structure kept from execution ", s->kept_at, " that computed it (", s->pattern.nnz(), " entries, ",
-               s->bytes() >> 10, " KiB held); ", only,
-               " execution(s) on operands of the same structure computed only the values");
-  }
-  static std::string describe_loop(const TimedChoice& loop) {
-    const TimedChoice::Snapshot s = loop.snapshot();
-    static constexpr const char* kLoop[2] = {"branchy", "branch-free"};
-    if (s.settled >= 0 && s.trials_done == TimedChoice::kTrials)
-      return cat("dense accumulator row loop: ", kLoop[s.settled], ", the faster over ", TimedChoice::kTrials,
-                 " timed executions (fastest trial: branchy ", s.ticks[0], " ticks, branch-free ", s.ticks[1], ")");
-    if (s.settled >= 0 && s.reason == kRowLoopRepeatedColumns)
-      return cat("dense accumulator row loop: ", kLoop[s.settled], " (the first execution found >= ",
-                 kBranchyMultipliesPerEntry,
-                 " multiplies per result entry: a column's repeats are predictable, and the branchy loop does "
-                 "less work; not timed)");
-    if (s.settled >= 0)
-      return cat("dense accumulator row loop: ", kLoop[s.settled], " (product under ", kTimedRowLoopMinFlops,
-                 " multiplies: too small to time the loops)");
-    if (s.trials_done == 0)
-      return cat("dense accumulator row loop: branchy until timed (the first execution warms up, the next ",
-                 TimedChoice::kTrials, " time both loops)");
-    return cat("dense accumulator row loop: being timed, ", s.trials_done, " of ", TimedChoice::kTrials,
-               " timed executions done");
+    return describe_gustavson_plan_state(*static_cast<const GustavsonPlanState*>(state), kind_);
   }
 
  private:

@@ -13,6 +13,7 @@
 #include "jit/llvm_backend.hpp"
 #include "kernels/einsum_output.hpp"
 #include "kernels/einsum_reference.hpp"
+#include "kernels/spgemm_plan_state.hpp"
 #include "src/derived_forms.hpp"
 #include "src/dispatch.hpp"
 #include "src/einsum_format.hpp"
@@ -38,6 +39,11 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // handle, so only the first execution pays it).
 constexpr double kLoopStep = 1.0, kMergeStep = 1.5, kSearchBase = 6.0, kSearchStep = 3.0, kCompute = 1.0,
                  kEmit = 6.0, kConvertPerEntry = 20.0, kExpectedExecutions = 8.0;
+
+// The schedule a built-in SpGEMM term runs (TermPlan::spgemm).
+sj_schedule spgemm_schedule(const TermPlan& tp) {
+  return tp.spgemm_kind == SpgemmAccumulator::Hash ? SJ_SCHEDULE_GUSTAVSON_HASH : SJ_SCHEDULE_GUSTAVSON_DENSE;
+}
 
 // The indices of access `a` in the level order of `spec`.
 std::vector<int> level_indices(const Access& a, const FormatSpec& spec) {
@@ -386,6 +392,61 @@ Tensor EinsumPlan::factor_tensor(const Tensor& operand, const FormatSpec& spec) 
   return make();
 }
 
+bool EinsumPlan::spgemm_shape(size_t t, int* left) const {
+  auto csr_like = [](const FormatSpec& f) {
+    return f.order == 2 && f.kinds[0] == LevelKind::Dense && f.kinds[1] == LevelKind::Compressed && f.unique[1];
+  };
+  if (!sparse_output_ || dense_temp_ || !csr_like(output_format_)) return false;
+  // (bool values serve only or-and in the built-in kernels)
+  if (value_type_ == ValueType::Bool && options_.semiring != SJ_SEMIRING_OR_AND) return false;
+  const Term& term = expr_.terms[t];
+  if (term.factors.size() != 2) return false;
+  std::vector<int> lv[2];
+  for (int f = 0; f < 2; ++f) {
+    const FormatSpec& spec = operand_formats_[expr_.operand_of(term.factors[f])];
+    if (term.factors[f].indices.size() != 2 || !csr_like(spec)) return false;
+    lv[f] = level_indices(term.factors[f], spec);
+  }
+  const std::vector<int> out = level_indices(expr_.output, output_format_);
+  for (int l = 0; l < 2; ++l) {
+    const std::vector<int>& L = lv[l];
+    const std::vector<int>& R = lv[1 - l];
+    if (L[0] == out[0] && L[1] == R[0] && R[1] == out[1] && L[0] != L[1] && L[0] != R[1] && L[1] != R[1]) {
+      *left = l;
+      return true;
+    }
+  }
+  return false;
+}
+
+Tensor EinsumPlan::run_spgemm_term(size_t t, const std::vector<Tensor>& operands, Workers& workers) const {
+  const TermPlan& tp = terms_[t];
+  const Term& term = expr_.terms[t];
+  // A factor's level arrays as a CSR matrix of its level order (a CSC operand: the CSR arrays
+  // of its transpose).
+  auto csr_of = [&](int f) {
+    const int op = expr_.operand_of(term.factors[f]);
+    Tensor x = factor_tensor(operands[op], operand_formats_[op]);
+    if (x.mode_order[0] != 0) {
+      const int64_t outer = x.level_dim(0), inner = x.level_dim(1);
+      x.dims[0] = outer;
+      x.dims[1] = inner;
+      x.mode_order = {0, 1, 2, 3};
+      x.derived = nullptr;  // its kept forms are of the operand as stored, not of this view
+    }
+    return x;
+  };
+  const Tensor L = csr_of(tp.spgemm_left), R = csr_of(1 - tp.spgemm_left);
+  // The products are formed as mul(L, R): the factors' written order when L comes first, else
+  // swapped, which every semiring's multiply allows bit for bit (IEEE products and sums
+  // commute; only which of two NaN payloads survives may differ).
+  Tensor C = run_gustavson_plan(L, R, options_.semiring, false, tp.spgemm_kind, !options_.recompute_structure,
+                                tp.spgemm.get(), ctx_.allocator, workers);
+  C.dims = output_dims_;  // C's levels are the output's (p, r)
+  C.mode_order = output_format_.mode_order;
+  return C;
+}
+
 // Estimated cost of running candidate c: walk the loops keeping the expected number of times
 // each body runs, from the mean segment length of each level (exact for the operands' own
 // layouts, uniform estimates for converted ones).
@@ -614,6 +675,25 @@ EinsumPlan::EinsumPlan(const Context& ctx, std::string_view expression, const st
       tp.parallel = reference_parallelism();
       continue;
     }
+    // A matrix product is run by the built-in SpGEMM, as sj_spgemm runs it: the same Gustavson
+    // algorithm as the fused loop nest, hand-tuned (sorting networks, the timed row loop, a
+    // structure kept across executions), and nothing to compile. The generated nest took
+    // 1.6-4x its time (README, index notation). Forcing an einsum schedule keeps the nest.
+    int left = 0;
+    if ((want == SJ_SCHEDULE_AUTO || want == SJ_SCHEDULE_GUSTAVSON_DENSE || want == SJ_SCHEDULE_GUSTAVSON_HASH) &&
+        tuning_.loop_order.empty() && !tuning_.scalar_only && spgemm_shape(t, &left)) {
+      tp.spgemm = std::make_shared<GustavsonPlanState>();
+      tp.spgemm_kind = want == SJ_SCHEDULE_GUSTAVSON_HASH ? SpgemmAccumulator::Hash : SpgemmAccumulator::Dense;
+      tp.spgemm_left = left;
+      tp.kernel_source = "built-in";
+      tp.parallel.parallel = true;
+      tp.parallel.index = level_indices(expr_.output, output_format_)[0];
+      tp.parallel.level = "node";
+      tp.parallel.reason = cat("node: the built-in SpGEMM's rows (", expr_.index_names[tp.parallel.index],
+                               ", output level 0) split among threads by their multiplies, chunks taken dynamically "
+                               "(one chunk when the work is small)");
+      continue;
+    }
     for (size_t c = 0; c < tp.candidates.size(); ++c) {
       const auto& cand = tp.candidates[c];
       if (want != SJ_SCHEDULE_AUTO && cand.schedule != want) continue;
@@ -690,8 +770,9 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   // its own, the results then summed row by row (sum_term_results).
   std::unique_ptr<StreamingAssembler> stream;  // (from the plan's stock, given back at the end)
   std::optional<Tensor> streamed;  // the same output built from a parallel run's pieces
+  std::optional<Tensor> native;  // one term run by the built-in SpGEMM
   bool all_compiled = true;
-  for (auto& tp : terms_) all_compiled &= tp.kernel != nullptr;
+  for (auto& tp : terms_) all_compiled &= tp.kernel != nullptr || tp.spgemm != nullptr;
   const SumPath sum = sum_path();
   const bool sum_of_streams = sum == SumPath::Rows;
   const bool streams = !dense_result && all_compiled && StreamingAssembler::supports(output_format_) &&
@@ -704,6 +785,13 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   Workers workers = Workers::for_call(ctx_, options_.threads);
   for (size_t t = 0; t < terms_.size(); ++t) {
     TermPlan& tp = terms_[t];
+    if (tp.spgemm) {
+      Tensor C = run_spgemm_term(t, operands, workers);
+      if (sum_of_streams) term_results.push_back(std::move(C));
+      else if (sum == SumPath::None) native = std::move(C);
+      else emitted.push_back(to_coo(C));  // in the output's level order, as a kernel's list
+      continue;
+    }
     if (!tp.kernel) {
       run_reference(static_cast<int>(t), operands, workers, ref);
       continue;
@@ -850,6 +938,8 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
   } else if (sum_of_streams) {
     result = sum_term_results(term_results, output_format_, output_dims_, index_type_, value_type_, sr, ctx_.allocator,
                               workers);
+  } else if (native) {
+    result = std::move(*native);
   } else if (streamed) {
     result = std::move(*streamed);
   } else if (stream) {
@@ -889,10 +979,15 @@ std::unique_ptr<StreamingAssembler> EinsumPlan::whole_output_assembler() const {
   return assemblers_.take(output_format_, output_dims_, 0, output_format_.order > 0 ? output_dims_[output_format_.mode_order[0]] : 0);
 }
 
+std::string chosen_schedule_name(const TermPlan& tp) {
+  if (tp.spgemm) return std::string(to_string(spgemm_schedule(tp)));
+  return tp.chosen >= 0 ? std::string(to_string(tp.candidates[tp.chosen].schedule)) : std::string("reference");
+}
+
 EinsumPlan::SumPath EinsumPlan::sum_path() const {
   if (terms_.size() < 2 || !sparse_output_ || dense_temp_) return SumPath::None;
   for (auto& tp : terms_)
-    if (!tp.kernel) return SumPath::Map;
+    if (!tp.kernel && !tp.spgemm) return SumPath::Map;
   // Rows add in the value type; f32 sums of three or more terms would then round at every
   // join where the reference rounds once (two agree: a float sum rounded from double is exact).
   if (one_compressed_level(output_format_) && (value_type_ != ValueType::F32 || terms_.size() == 2)) return SumPath::Rows;
@@ -973,6 +1068,17 @@ std::string EinsumPlan::explain_text() const {
       out += line;
     }
     out += cat("      reference      (the reference evaluator: join of stored entries)\n");
+    if (tp.spgemm) {
+      out += cat("    chosen: ", to_string(spgemm_schedule(tp)), ", the built-in SpGEMM as sj_spgemm runs it: ",
+                 Expression::access_text(expr_, term.factors[tp.spgemm_left]), " * ",
+                 Expression::access_text(expr_, term.factors[1 - tp.spgemm_left]),
+                 " over their level arrays as CSR (the generated loop nests take 1.6-4x its time)\n");
+      out += "    kernel: built-in (nothing to compile)\n";
+      const std::string st = describe_gustavson_plan_state(*tp.spgemm, tp.spgemm_kind);
+      if (!st.empty()) out += cat("    state: ", st, "\n");
+      out += cat("    parallel: yes; ", tp.parallel.reason, "\n");
+      continue;
+    }
     if (tp.chosen >= 0) {
       out += cat("    chosen: ", to_string(tp.candidates[tp.chosen].schedule), ", order ",
                  order_text(expr_, tp.candidates[tp.chosen].order), "\n");
@@ -1051,10 +1157,12 @@ std::string EinsumPlan::explain() const {
       w.begin_object().field("schedule", to_string(c.schedule)).field("order", order_text(expr_, c.order))
           .field("estimated_cost", c.cost).field("note", c.note).end_object();
     w.end_array();
-    w.field("chosen", tp.chosen >= 0 ? std::string(to_string(tp.candidates[tp.chosen].schedule)) : std::string("reference"));
+    w.field("chosen", chosen_schedule_name(tp));
     if (tp.chosen >= 0) w.field("loop_nest", tp.nest.print(expr_, term));
     w.key("kernel").begin_object().field("source", tp.kernel_source).field("compile_ms", tp.compile_ms)
-        .field("gather_blocks", tp.kernel ? tp.kernel->gathered : std::string()).field("error", tp.jit_error).end_object();
+        .field("gather_blocks", tp.kernel ? tp.kernel->gathered : std::string()).field("error", tp.jit_error);
+    if (tp.spgemm) w.field("state", describe_gustavson_plan_state(*tp.spgemm, tp.spgemm_kind));
+    w.end_object();
     w.key("parallel").begin_object()
         .field("outer_index", tp.parallel.index >= 0 ? expr_.index_names[tp.parallel.index] : std::string())
         .field("parallel", tp.parallel.parallel).field("dependence", tp.parallel.level)

@@ -32,6 +32,10 @@
 #include "src/loop_ir.hpp"
 #include "src/work_partition.hpp"
 
+namespace sj {
+struct GustavsonPlanState;
+enum class SpgemmAccumulator;
+}
 namespace sj::jit {
 class EinsumKernel;
 }
@@ -62,10 +66,19 @@ struct TermPlan {
   LoopNest nest;
   LoopParallelism parallel;  // whether the outermost loop is split among threads, and why
   std::shared_ptr<const jit::EinsumKernel> kernel;  // null: the reference evaluator runs
-  std::string kernel_source;  // "compiled", "memory", "disk", "reference"
+  std::string kernel_source;  // "compiled", "memory", "disk", "reference", "built-in"
   double compile_ms = 0;
   std::string jit_error;
+  // A SpGEMM term (EinsumPlan::spgemm_shape) run by the built-in Gustavson kernel, as
+  // sj_spgemm runs it, instead of a generated loop nest: its plan state (row loop, kept
+  // structure), the accumulator, and which factor is the left operand in level order.
+  std::shared_ptr<GustavsonPlanState> spgemm;
+  SpgemmAccumulator spgemm_kind{};
+  int spgemm_left = 0;
 };
+
+// The schedule a term runs: its chosen candidate's, the built-in SpGEMM's, or "reference".
+std::string chosen_schedule_name(const TermPlan& tp);
 
 class EinsumPlan {
  public:
@@ -91,6 +104,13 @@ class EinsumPlan {
   std::vector<EinsumCandidate> candidates_for(const Term& term, const IterationGraph& g, const std::vector<Tensor>& ops);
   double simulate(const Term& term, const EinsumCandidate& c, const std::vector<Tensor>& ops) const;
   Tensor factor_tensor(const Tensor& operand, const FormatSpec& spec) const;
+  // Whether term t is a matrix product the built-in SpGEMM serves: two factors stored as CSR
+  // or CSC (a dense then a compressed level) whose level orders are (p, q) and (q, r), into a
+  // sparse output stored (p, r), p q r distinct; *left = the (p, q) factor. Its level arrays
+  // are then CSR arrays of C's level order: C = L * R.
+  bool spgemm_shape(size_t t, int* left) const;
+  // Term t's result by the built-in SpGEMM, in the output's layout.
+  Tensor run_spgemm_term(size_t t, const std::vector<Tensor>& operands, Workers& workers) const;
   LoopParallelism reference_parallelism() const;
   // How the terms of a sum into a sparse output are added (execute runs it, explain names it):
   // Rows, each term's result summed row by row in its value type (sum_term_results); Lists,

@@ -250,7 +250,7 @@ Outcome run(const std::string& expr, const std::vector<Tensor>& ops, const std::
   ro.schedule = SJ_SCHEDULE_REFERENCE;
   EinsumPlan ref(test_ctx(), expr, ops, formats, out_format, ro);
   r.want = ref.execute(ops);
-  for (auto& t : r.plan->terms()) EXPECT_TRUE(t.kernel) << "LLVM failed: " << t.jit_error;
+  for (auto& t : r.plan->terms()) EXPECT_TRUE(t.kernel || t.spgemm) << "LLVM failed: " << t.jit_error;
   return r;
 }
 
@@ -543,6 +543,112 @@ TEST(EinsumEndToEnd, SumsOfTermsIntoSparseOutputs) {
   Tensor G = random_tensor(rng, {30, 40}, 0.2, fmt(SJ_FORMAT_CSR, 2), ValueType::F32, IndexType::I64);
   Outcome f = run("Z(i,j) = F(i,j) + G(i,j)", {F, G}, {}, "csr");
   EXPECT_TRUE(same_result(f.got, f.want));
+}
+
+// A matrix product whose operands' level orders chain into the output's (CSR * CSR into CSR,
+// CSC * CSC into CSC, either factor first, a transposed output) runs the built-in SpGEMM as
+// sj_spgemm does: the reference's result, bit for bit under plus-times (the same products added
+// in the same order), the plan's kept structure reused only on operands of that structure, and
+// nothing compiled. Other layouts, and a forced einsum schedule, run the generated loop nest.
+TEST(EinsumEndToEnd, MatrixProductsRunTheBuiltInSpgemm) {
+  Rng rng(41);
+  auto as = [](const Tensor& t, sj_format f) {
+    Tensor u = from_coo(to_coo(t), fmt(f, 2), t.index_type, t.value_type, test_ctx().allocator);
+    u.derived = std::make_shared<DerivedForms>();
+    return u;
+  };
+  Tensor A = random_tensor(rng, {37, 29}, 0.15, fmt(SJ_FORMAT_CSR, 2));
+  Tensor B = random_tensor(rng, {29, 23}, 0.15, fmt(SJ_FORMAT_CSR, 2));
+  Tensor S = random_tensor(rng, {29, 29}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  Tensor D = random_tensor(rng, {37, 23}, 0.1, fmt(SJ_FORMAT_CSR, 2));
+  Tensor Ac = as(A, SJ_FORMAT_CSC), Bc = as(B, SJ_FORMAT_CSC);
+  const std::string builtin = "the built-in SpGEMM as sj_spgemm runs it";
+  struct Case {
+    std::string expr;
+    std::vector<Tensor> ops;
+    std::string out;
+    bool builtin;
+  } cases[] = {
+      {"C(i,j) = A(i,k) * B(k,j)", {A, B}, "csr", true},
+      {"C(i,j) = B(k,j) * A(i,k)", {B, A}, "csr", true},
+      {"C(i,j) = A(i,k) * B(k,j)", {Ac, Bc}, "csc", true},   // C^T = B^T A^T over the CSC arrays
+      {"C(j,i) = A(i,k) * B(k,j)", {A, B}, "csc", true},     // stored (i, j): the CSR product
+      {"C(i,j) = S(i,k) * S(k,j)", {S}, "csr", true},
+      {"C(i,j) = A(i,k) * B(k,j) + D(i,j)", {A, B, D}, "csr", true},  // summed row by row
+      {"C(i,j) = A(i,k) * B(k,j)", {A, B}, "csc", false},    // levels (j, i) do not chain with CSR
+      {"C(i,j) = A(i,k) * B(k,j)", {A, Bc}, "csr", false},   // B by columns: inner products
+      {"C(i,j) = A(i,k) * B(k,j)", {A, B}, "dcsr", false},
+  };
+  for (sj_semiring s : {SJ_SEMIRING_PLUS_TIMES, SJ_SEMIRING_MIN_PLUS, SJ_SEMIRING_MAX_TIMES, SJ_SEMIRING_PLUS_PAIR}) {
+    for (auto& c : cases) {
+      SCOPED_TRACE(c.expr + " into " + c.out + " " + std::string(to_string(s)));
+      Outcome r = run(c.expr, c.ops, {}, c.out, SJ_SCHEDULE_AUTO, s);
+      EXPECT_TRUE(same_result(r.got, r.want));
+      if (s == SJ_SEMIRING_PLUS_TIMES) EXPECT_TRUE(bits_by_coordinates(r.got) == bits_by_coordinates(r.want));
+      const std::string text = r.plan->explain_text();
+      EXPECT_EQ(text.find(builtin) != std::string::npos, c.builtin) << text;
+      EXPECT_EQ(r.plan->terms()[0].spgemm != nullptr, c.builtin);
+      if (c.builtin) {
+        EXPECT_FALSE(r.plan->terms()[0].kernel);
+        EXPECT_NE(r.plan->explain().find("\"chosen\":\"gustavson-dense\""), std::string::npos) << r.plan->explain();
+      }
+    }
+  }
+  // Repeated executions: from the third on, the kept structure gives the values only; operands
+  // of another structure (same shapes) are multiplied in full.
+  {
+    sj_op_options o;
+    sj_op_options_init(&o);
+    EinsumPlan plan(test_ctx(), "C(i,j) = A(i,k) * B(k,j)", {A, B}, {}, "csr", o);
+    const Tensor first = plan.execute({A, B});
+    for (int e = 0; e < 4; ++e) EXPECT_TRUE(bits_by_coordinates(plan.execute({A, B})) == bits_by_coordinates(first));
+    EXPECT_NE(plan.explain_text().find("computed only the values"), std::string::npos) << plan.explain_text();
+    Tensor A2 = random_tensor(rng, {37, 29}, 0.2, fmt(SJ_FORMAT_CSR, 2));
+    Tensor B2 = random_tensor(rng, {29, 23}, 0.2, fmt(SJ_FORMAT_CSR, 2));
+    o.schedule = SJ_SCHEDULE_REFERENCE;
+    const Tensor want = EinsumPlan(test_ctx(), "C(i,j) = A(i,k) * B(k,j)", {A2, B2}, {}, "csr", o).execute({A2, B2});
+    EXPECT_TRUE(bits_by_coordinates(plan.execute({A2, B2})) == bits_by_coordinates(want));
+    // recompute_structure: nothing kept
+    sj_op_options_init(&o);
+    o.recompute_structure = 1;
+    EinsumPlan again(test_ctx(), "C(i,j) = A(i,k) * B(k,j)", {A, B}, {}, "csr", o);
+    for (int e = 0; e < 4; ++e) EXPECT_TRUE(bits_by_coordinates(again.execute({A, B})) == bits_by_coordinates(first));
+    EXPECT_EQ(again.explain_text().find("structure kept"), std::string::npos) << again.explain_text();
+  }
+  // Forced schedules: an einsum one keeps the generated nest; gustavson-hash runs the built-in
+  // kernel with the hash accumulator.
+  {
+    Outcome f = run("C(i,j) = A(i,k) * B(k,j)", {A, B}, {}, "csr", SJ_SCHEDULE_FUSED);
+    EXPECT_TRUE(f.plan->terms()[0].kernel);
+    EXPECT_EQ(f.plan->explain_text().find(builtin), std::string::npos);
+    EXPECT_TRUE(bits_by_coordinates(f.got) == bits_by_coordinates(f.want));
+    Outcome h = run("C(i,j) = A(i,k) * B(k,j)", {A, B}, {}, "csr", SJ_SCHEDULE_GUSTAVSON_HASH);
+    EXPECT_NE(h.plan->explain().find("\"chosen\":\"gustavson-hash\""), std::string::npos) << h.plan->explain();
+    EXPECT_TRUE(bits_by_coordinates(h.got) == bits_by_coordinates(h.want));
+  }
+  // Types and edges: f32 with mixed coordinate types (run in int64), or-and over bool, empty
+  // operands, 0 x n and 1 x 1 shapes, rows with no entries.
+  {
+    Tensor F = random_tensor(rng, {30, 25}, 0.2, fmt(SJ_FORMAT_CSR, 2), ValueType::F32, IndexType::I64);
+    Tensor G = random_tensor(rng, {25, 20}, 0.2, fmt(SJ_FORMAT_CSR, 2), ValueType::F32);
+    Outcome f = run("C(i,j) = F(i,k) * G(k,j)", {F, G}, {}, "csr");
+    EXPECT_TRUE(bits_by_coordinates(f.got) == bits_by_coordinates(f.want));
+    EXPECT_TRUE(f.plan->terms()[0].spgemm);
+    Tensor P = random_tensor(rng, {20, 25}, 0.2, fmt(SJ_FORMAT_CSR, 2), ValueType::Bool);
+    Tensor Q = random_tensor(rng, {25, 15}, 0.2, fmt(SJ_FORMAT_CSR, 2), ValueType::Bool);
+    Outcome b = run("C(i,j) = P(i,k) * Q(k,j)", {P, Q}, {}, "csr", SJ_SCHEDULE_AUTO, SJ_SEMIRING_OR_AND);
+    EXPECT_TRUE(same_result(b.got, b.want));
+    for (auto [m, k, n, d] : {std::tuple{0, 5, 7, 0.5}, {5, 0, 7, 0.5}, {5, 7, 0, 0.5}, {1, 1, 1, 1.0}, {40, 30, 20, 0.01},
+                              {6, 6, 6, 0.0}}) {
+      SCOPED_TRACE(cat(m, "x", k, " * ", k, "x", n, " density ", d));
+      Tensor X = random_tensor(rng, {m, k}, d, fmt(SJ_FORMAT_CSR, 2));
+      Tensor Y = random_tensor(rng, {k, n}, d, fmt(SJ_FORMAT_CSR, 2));
+      Outcome e = run("C(i,j) = X(i,k) * Y(k,j)", {X, Y}, {}, "csr");
+      EXPECT_TRUE(bits_by_coordinates(e.got) == bits_by_coordinates(e.want));
+      EXPECT_EQ(e.got.dims[0], m);
+      EXPECT_EQ(e.got.dims[1], n);
+    }
+  }
 }
 
 TEST(EinsumEndToEnd, SemiringsTypesAndLevelKinds) {

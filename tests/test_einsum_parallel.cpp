@@ -147,7 +147,7 @@ void check(const Case& c) {
   for (int threads : kThreadCounts) {
     EinsumPlan plan(context(threads), c.expr, c.ops, c.formats, c.out_format, o, c.tuning);
     for (auto& t : plan.terms()) {
-      ASSERT_TRUE(t.kernel) << "LLVM failed: " << t.jit_error;
+      ASSERT_TRUE(t.kernel || t.spgemm) << "LLVM failed: " << t.jit_error;
       EXPECT_EQ(t.parallel.parallel, c.parallel) << t.parallel.reason;
       EXPECT_NE(t.parallel.reason.find(c.words), std::string::npos) << t.parallel.reason;
     }
@@ -431,7 +431,10 @@ TEST(ParallelEinsum, SpmvAndSpgemm) {
   Tensor Q = to_tensor(default_allocator(), true, pb, ValueType::F64);
   P.derived = std::make_shared<DerivedForms>();
   Q.derived = std::make_shared<DerivedForms>();
-  check({"C(i,j) = A(i,k) * B(k,j)", {P, Q}, {}, "csr", true, "where workspace is per thread"});
+  check({"C(i,j) = A(i,k) * B(k,j)", {P, Q}, {}, "csr", true, "where workspace is per thread", {}, 1e-9,
+         SJ_SCHEDULE_FUSED});
+  // the same product as auto plans it: the built-in SpGEMM (rows split by multiplies)
+  check({"C(i,j) = A(i,k) * B(k,j)", {P, Q}, {}, "csr", true, "built-in SpGEMM's rows (i, output level 0) split"});
   check({"C(i,j) = A(i,k) * B(k,j)", {P, Q}, {}, "dcsr", true, "node"});
   check({"C(i,j) = A(i,k) * B(k,j)", {P, Q}, {}, "dense", true, "node"});
   // element-wise with a sparse output: emitted in order (inner schedule)
@@ -598,16 +601,19 @@ TEST(ParallelEinsum, SmallCallsSplitExactlyAtMinParallelWork) {
     std::vector<Tensor> ops;
     std::string out;
     int64_t work;
+    sj_schedule schedule = SJ_SCHEDULE_AUTO;
   };
   const Small cases[] = {
       {"y(i) = A(i,k) * x(k)", {A, x}, "dense", rows + A.nnz()},
       {"Z(i,j) = A(i,j) * B(i,j)", {A, B}, "csr", rows + A.nnz() + B.nnz()},
-      {"C(i,j) = A(i,k) * K(k,j)", {A, K}, "csr", rows + A.nnz() + multiplies},
+      // the generated nest (auto runs the built-in SpGEMM, whose split has its own test)
+      {"C(i,j) = A(i,k) * K(k,j)", {A, K}, "csr", rows + A.nnz() + multiplies, SJ_SCHEDULE_FUSED},
   };
   sj_op_options o;
   sj_op_options_init(&o);
   for (const Small& c : cases) {
     SCOPED_TRACE(c.expr);
+    o.schedule = c.schedule;
     const Tensor want = EinsumPlan(context(1), c.expr, c.ops, {}, c.out, o).execute(c.ops);
     for (int64_t threshold : {c.work, c.work + 1}) {
       parallel_tuning().min_parallel_work = threshold;
@@ -653,12 +659,14 @@ TEST(ParallelEinsum, SerialRunOfALargeSparseOutputInPieces) {
     sj_op_options ro = o;
     ro.schedule = SJ_SCHEDULE_REFERENCE;
     const Tensor want = EinsumPlan(context(1), "C(i,j) = A(i,k) * B(k,j)", {P, P}, {}, "csr", ro).execute({P, P});
-    EinsumPlan serial(context(1), "C(i,j) = A(i,k) * B(k,j)", {P, P}, {}, "csr", o);
+    sj_op_options fo = o;  // the generated nest (auto runs the built-in SpGEMM)
+    fo.schedule = SJ_SCHEDULE_FUSED;
+    EinsumPlan serial(context(1), "C(i,j) = A(i,k) * B(k,j)", {P, P}, {}, "csr", fo);
     const Tensor got = serial.execute({P, P});
     const std::string text = serial.explain_text();
     EXPECT_EQ(text.find("last execution: 1 chunk(s)"), std::string::npos) << "not in pieces:\n" << text;
     EXPECT_TRUE(close_to(got, want));
-    EXPECT_TRUE(identical(got, EinsumPlan(context(2), "C(i,j) = A(i,k) * B(k,j)", {P, P}, {}, "csr", o).execute({P, P})));
+    EXPECT_TRUE(identical(got, EinsumPlan(context(2), "C(i,j) = A(i,k) * B(k,j)", {P, P}, {}, "csr", fo).execute({P, P})));
   }
 }
 

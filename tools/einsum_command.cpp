@@ -23,7 +23,8 @@ const char* const kEinsumUsage = R"USAGE(  sparsejit einsum "EXPR" --tensor NAME
               "dense(j),compressed(i)" (the access's index names); default: the file's own
     --output FILE          write the result (.mtx for vectors (n x 1) and matrices, .tns for 3-D)
     --output-format F      the result's format (default: the planner's)
-    --schedule NAME        auto | inner | search | fused | transpose | reference
+    --schedule NAME        auto | inner | search | fused | transpose | reference, or for a
+                           matrix product gustavson-dense | gustavson-hash (the built-in SpGEMM)
     --order i,j,k          force a loop order (index names, repeats allowed)
     --semiring NAME        plus-times | min-plus | max-times | or-and | plus-pair
     --scalar               compile without SIMD for a baseline x86-64 (ablation)
@@ -151,7 +152,7 @@ int einsum_main(int argc, char** argv) {
     for (double v : c.values) checksum += v;
   }
   const auto& tp = plan.terms()[0];
-  const std::string chosen = tp.chosen >= 0 ? std::string(sj::to_string(tp.candidates[tp.chosen].schedule)) : "reference";
+  const std::string chosen = sj::einsum::chosen_schedule_name(tp);
   const std::string chosen_order = tp.chosen >= 0 ? sj::einsum::order_text(plan.expression(), tp.candidates[tp.chosen].order) : "-";
   double compile_ms = 0;
   for (auto& t : plan.terms()) compile_ms += t.compile_ms;

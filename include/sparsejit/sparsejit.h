@@ -363,7 +363,8 @@ typedef struct sj_op_options {
                              schedules on a sample of rows and keep the fastest; the decision
                              is remembered per statistics bucket (in memory and in the cache
                              folder) and used by later plans of that bucket. Default 0. */
-  int recompute_structure; /* SpGEMM plans: by default a plan keeps the structure of its
+  int recompute_structure; /* SpGEMM plans (and index-notation plans of a matrix product that
+                             run the built-in SpGEMM): by default a plan keeps the structure of its
                              product from its second execution on, and later executions on
                              operands of the same structure (positions and coordinates
                              equal, values free to differ) compute only the values, into
@@ -613,11 +614,16 @@ SJ_API sj_status sj_pending_fill_levels(sj_pending *pending,
  *   output_format: NULL = the planner's (dense when every input is dense or the output is a
  *                  scalar, else CSR / sparse vector / CSF), or the same syntax as formats.
  *   options:       may be NULL; schedule forces one alternative (inner, search, fused,
- *                  transpose, reference), isa = SJ_ISA_SCALAR compiles without SIMD, threads
+ *                  transpose, reference; gustavson-dense / gustavson-hash for a matrix
+ *                  product, below), isa = SJ_ISA_SCALAR compiles without SIMD, threads
  *                  (0: the context's) splits each term's outermost loop where the level
  *                  dependence test proves it safe (an output index whose iterations own
  *                  disjoint parts of the output; a reduction stays serial, explain says why).
  *                  Results are bit-identical for any thread count.
+ * A term that is a matrix product whose operands' storage orders chain into the output's
+ * (CSR * CSR into CSR, CSC * CSC into CSC, e.g. C(i,j) = A(i,k) * B(k,j)) runs, with schedule
+ * auto, the built-in SpGEMM as sj_spgemm runs it (recompute_structure applies); nothing is
+ * compiled for it, and the result is the same.
  * The loop nest is compiled with LLVM (ORC); the object is kept in the context's cache folder
  * so later processes load it instead of compiling. If compilation fails the plan uses the
  * portable reference evaluator (explain says so): a failure to compile is not a failed call.
