@@ -135,7 +135,9 @@ inline int64_t merge_row_mult(const I* ac, const V* av, int64_t pa, int64_t ea, 
   if (la * 16 < lb || lb * 16 < la) return merge_row_mult_skewed<S>(ac, av, pa, ea, bc, bv, pb, eb, oc, ov, q);
   if constexpr (std::is_same_v<I, int32_t>) {
     if (la + lb >= kBlockMergeMin && intersect_avx512::available())
-      return q + intersect_avx512::mult<S>(ac + pa, av + pa, la, bc + pb, bv + pb, lb, oc + q, ov + q);
+      return q + (intersect_avx512::has_vp2intersect()
+                      ? intersect_avx512::mult_vp2<S>(ac + pa, av + pa, la, bc + pb, bv + pb, lb, oc + q, ov + q)
+                      : intersect_avx512::mult<S>(ac + pa, av + pa, la, bc + pb, bv + pb, lb, oc + q, ov + q));
   }
   while (pa < ea && pb < eb) {
     const I a = ac[pa], b = bc[pb];

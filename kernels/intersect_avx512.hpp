@@ -27,12 +27,25 @@ inline bool available() {
   static const bool yes = jit::default_isa_includes(SJ_ISA_AVX512);
   return yes;
 }
+// Whether a block's pairs are compared by one VP2INTERSECT (the CPU has it) instead of one
+// broadcast compare per coordinate of b.
+inline bool has_vp2intersect() {
+  static const bool yes = available() && jit::host_features().vp2intersect;
+  return yes;
+}
 
 // The shared coordinates of a[0, la) and b[0, lb) to oc, S::mul(a's value, b's value) to ov;
-// returns how many.
-template <class S, class V>
-[[gnu::target("avx512f")]] int64_t mult(const int32_t* ac, const V* av, int64_t la, const int32_t* bc, const V* bv,
-                                         int64_t lb, int32_t* oc, V* ov) {
+// returns how many. A block's pairs are compared by broadcasts (one compare per coordinate of
+// b's block), or with kVp2 by VP2INTERSECT: one instruction compares every pair and gives both
+// sides' matched lanes, and since both blocks are sorted and duplicate-free the k-th matched
+// lane of a's block pairs with the k-th of b's. The LLVM loop nests use the same instruction;
+// with it, a plan of the element-wise product of two 600k x 600k uniform matrices (16 a row)
+// went from 11.3-11.5 to 10.4-10.9 ms at one thread (the nest: 7.1-7.4 ms). (Compiled for both
+// features; the broadcast form uses only AVX-512F instructions.)
+template <bool kVp2, class S, class V>
+[[gnu::target("avx512f,avx512vp2intersect")]] int64_t block_mult(const int32_t* ac, const V* av, int64_t la,
+                                                                const int32_t* bc, const V* bv, int64_t lb,
+                                                                int32_t* oc, V* ov) {
   const __m512i pad_a = _mm512_set1_epi32(-1), pad_b = _mm512_set1_epi32(-2);
   int64_t pa = 0, pb = 0, q = 0;
   while (pa < la && pb < lb) {
@@ -41,21 +54,44 @@ template <class S, class V>
     const __mmask16 mb = static_cast<__mmask16>((uint32_t{1} << nb) - 1);
     const __m512i va = _mm512_mask_loadu_epi32(pad_a, ma, ac + pa);
     const __m512i vb = _mm512_mask_loadu_epi32(pad_b, mb, bc + pb);
-    __mmask16 hit = 0;
-    for (int64_t j = 0; j < nb; ++j) hit = static_cast<__mmask16>(hit | _mm512_cmpeq_epi32_mask(va, _mm512_set1_epi32(bc[pb + j])));
-    for (uint32_t h = hit; h; h &= h - 1) {
-      const int la_lane = __builtin_ctz(h);
-      const int32_t c = ac[pa + la_lane];
-      const int lb_lane = __builtin_ctz(_mm512_mask_cmpeq_epi32_mask(mb, vb, _mm512_set1_epi32(c)));
-      oc[q] = c;
-      ov[q] = S::mul(av[pa + la_lane], bv[pb + lb_lane]);
-      ++q;
+    if constexpr (kVp2) {
+      __mmask16 hit_a, hit_b;
+      _mm512_2intersect_epi32(va, vb, &hit_a, &hit_b);
+      for (uint32_t ha = hit_a, hb = hit_b; ha; ha &= ha - 1, hb &= hb - 1) {
+        const int a_lane = __builtin_ctz(ha), b_lane = __builtin_ctz(hb);
+        oc[q] = ac[pa + a_lane];
+        ov[q] = S::mul(av[pa + a_lane], bv[pb + b_lane]);
+        ++q;
+      }
+    } else {
+      __mmask16 hit = 0;
+      for (int64_t j = 0; j < nb; ++j)
+        hit = static_cast<__mmask16>(hit | _mm512_cmpeq_epi32_mask(va, _mm512_set1_epi32(bc[pb + j])));
+      for (uint32_t h = hit; h; h &= h - 1) {
+        const int a_lane = __builtin_ctz(h);
+        const int32_t c = ac[pa + a_lane];
+        const int b_lane = __builtin_ctz(_mm512_mask_cmpeq_epi32_mask(mb, vb, _mm512_set1_epi32(c)));
+        oc[q] = c;
+        ov[q] = S::mul(av[pa + a_lane], bv[pb + b_lane]);
+        ++q;
+      }
     }
     const int32_t last_a = ac[pa + na - 1], last_b = bc[pb + nb - 1];
     if (last_a <= last_b) pa += na;
     if (last_b <= last_a) pb += nb;
   }
   return q;
+}
+
+template <class S, class V>
+int64_t mult(const int32_t* ac, const V* av, int64_t la, const int32_t* bc, const V* bv, int64_t lb, int32_t* oc,
+             V* ov) {
+  return block_mult<false, S>(ac, av, la, bc, bv, lb, oc, ov);
+}
+template <class S, class V>
+int64_t mult_vp2(const int32_t* ac, const V* av, int64_t la, const int32_t* bc, const V* bv, int64_t lb, int32_t* oc,
+                 V* ov) {
+  return block_mult<true, S>(ac, av, la, bc, bv, lb, oc, ov);
 }
 
 }  // namespace sj::intersect_avx512

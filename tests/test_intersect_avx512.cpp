@@ -1,4 +1,5 @@
-// The AVX-512 block intersection (kernels/intersect_avx512.hpp) against a scalar merge: random
+// The AVX-512 block intersections (kernels/intersect_avx512.hpp: broadcast compares, and
+// VP2INTERSECT where the CPU has it) against a scalar merge: random
 // sorted segments of every length from 0 to 40 (partial blocks, exactly 16 and 32, one side
 // exhausted first) drawn from small universes (many matches) and large ones (few), coordinates
 // at 0 and up to INT32_MAX, identical segments, disjoint ones; products bit for bit, and
@@ -30,6 +31,9 @@ std::vector<int32_t> sorted_set(std::mt19937_64& g, int64_t n, int64_t lo, int64
   return v;
 }
 
+// Which block compare runs: broadcast compares, or VP2INTERSECT.
+bool use_vp2 = false;
+
 void check(const std::vector<int32_t>& a, const std::vector<int32_t>& b, std::mt19937_64& g) {
   std::uniform_real_distribution<double> u(-2, 2);
   std::vector<double> av(a.size()), bv(b.size());
@@ -45,16 +49,18 @@ void check(const std::vector<int32_t>& a, const std::vector<int32_t>& b, std::mt
   const size_t room = std::min(a.size(), b.size()) + 4;
   std::vector<int32_t> oc(room, -7);
   std::vector<double> ov(room, -7.0);
-  const int64_t q = sj::intersect_avx512::mult<S>(a.data(), av.data(), static_cast<int64_t>(a.size()), b.data(),
-                                                  bv.data(), static_cast<int64_t>(b.size()), oc.data(), ov.data());
+  const auto la = static_cast<int64_t>(a.size()), lb = static_cast<int64_t>(b.size());
+  const int64_t q = use_vp2 ? sj::intersect_avx512::mult_vp2<S>(a.data(), av.data(), la, b.data(), bv.data(), lb,
+                                                                 oc.data(), ov.data())
+                            : sj::intersect_avx512::mult<S>(a.data(), av.data(), la, b.data(), bv.data(), lb,
+                                                            oc.data(), ov.data());
   ASSERT_EQ(q, static_cast<int64_t>(want_c.size())) << a.size() << " x " << b.size();
   EXPECT_TRUE(std::equal(want_c.begin(), want_c.end(), oc.begin()));
   EXPECT_TRUE(std::equal(want_v.begin(), want_v.end(), ov.begin()));
   for (size_t k = static_cast<size_t>(q); k < room; ++k) EXPECT_EQ(oc[k], -7) << "written past the matches";
 }
 
-TEST(IntersectAvx512, MatchesTheScalarMerge) {
-  if (!sj::intersect_avx512::available()) GTEST_SKIP() << "CPU lacks AVX-512F";
+void check_all() {
   std::mt19937_64 g(5);
   const int64_t top = std::numeric_limits<int32_t>::max();
   for (int64_t la = 0; la <= 40; ++la)
@@ -68,6 +74,18 @@ TEST(IntersectAvx512, MatchesTheScalarMerge) {
   check(sorted_set(g, 20, 0, 99), sorted_set(g, 20, 100, 199), g);  // disjoint
   check({0}, {0}, g);
   check({top}, {0, top}, g);
+}
+
+TEST(IntersectAvx512, MatchesTheScalarMerge) {
+  if (!sj::intersect_avx512::available()) GTEST_SKIP() << "CPU lacks AVX-512F";
+  use_vp2 = false;
+  check_all();
+}
+
+TEST(IntersectAvx512, Vp2intersectMatchesTheScalarMerge) {
+  if (!sj::intersect_avx512::has_vp2intersect()) GTEST_SKIP() << "CPU lacks AVX512_VP2INTERSECT";
+  use_vp2 = true;
+  check_all();
 }
 
 }  // namespace
