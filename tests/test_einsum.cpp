@@ -615,13 +615,19 @@ TEST(EinsumEndToEnd, MatrixProductsRunTheBuiltInSpgemm) {
     for (int e = 0; e < 4; ++e) EXPECT_TRUE(bits_by_coordinates(again.execute({A, B})) == bits_by_coordinates(first));
     EXPECT_EQ(again.explain_text().find("structure kept"), std::string::npos) << again.explain_text();
   }
-  // Forced schedules: an einsum one keeps the generated nest; gustavson-hash runs the built-in
-  // kernel with the hash accumulator.
+  // Forced schedules: an einsum one (or isa scalar) keeps the generated nest; gustavson-hash
+  // runs the built-in kernel with the hash accumulator.
   {
     Outcome f = run("C(i,j) = A(i,k) * B(k,j)", {A, B}, {}, "csr", SJ_SCHEDULE_FUSED);
     EXPECT_TRUE(f.plan->terms()[0].kernel);
     EXPECT_EQ(f.plan->explain_text().find(builtin), std::string::npos);
     EXPECT_TRUE(bits_by_coordinates(f.got) == bits_by_coordinates(f.want));
+    sj_op_options so;  // code without SIMD asked for: the generated nest too
+    sj_op_options_init(&so);
+    so.isa = SJ_ISA_SCALAR;
+    EinsumPlan sp(test_ctx(), "C(i,j) = A(i,k) * B(k,j)", {A, B}, {}, "csr", so);
+    EXPECT_FALSE(sp.terms()[0].spgemm);
+    EXPECT_TRUE(bits_by_coordinates(sp.execute({A, B})) == bits_by_coordinates(f.want));
     Outcome h = run("C(i,j) = A(i,k) * B(k,j)", {A, B}, {}, "csr", SJ_SCHEDULE_GUSTAVSON_HASH);
     EXPECT_NE(h.plan->explain().find("\"chosen\":\"gustavson-hash\""), std::string::npos) << h.plan->explain();
     EXPECT_TRUE(bits_by_coordinates(h.got) == bits_by_coordinates(h.want));

@@ -622,8 +622,8 @@ SJ_API sj_status sj_pending_fill_levels(sj_pending *pending,
  *                  Results are bit-identical for any thread count.
  * A term that is a matrix product whose operands' storage orders chain into the output's
  * (CSR * CSR into CSR, CSC * CSC into CSC, e.g. C(i,j) = A(i,k) * B(k,j)) runs, with schedule
- * auto, the built-in SpGEMM as sj_spgemm runs it (recompute_structure applies); nothing is
- * compiled for it, and the result is the same.
+ * auto and isa not scalar, the built-in SpGEMM as sj_spgemm runs it (recompute_structure
+ * applies); nothing is compiled for it, and the result is the same.
  * The loop nest is compiled with LLVM (ORC); the object is kept in the context's cache folder
  * so later processes load it instead of compiling. If compilation fails the plan uses the
  * portable reference evaluator (explain says so): a failure to compile is not a failed call.
