@@ -689,7 +689,7 @@ EinsumPlan::EinsumPlan(const Context& ctx, std::string_view expression, const st
       tp.spgemm_left = left;
       tp.kernel_source = "built-in";
       tp.parallel.parallel = true;
-      tp.parallel.index = level_indices(expr_.output, output_format_)[0];
+      tp.parallel.index = out_levels[0];
       tp.parallel.level = "node";
       tp.parallel.reason = cat("node: the built-in SpGEMM's rows (", expr_.index_names[tp.parallel.index],
                                ", output level 0) split among threads by their multiplies, chunks taken dynamically "
@@ -1071,7 +1071,7 @@ std::string EinsumPlan::explain_text() const {
     }
     out += cat("      reference      (the reference evaluator: join of stored entries)\n");
     if (tp.spgemm) {
-      out += cat("    chosen: ", to_string(spgemm_schedule(tp)), ", the built-in SpGEMM as sj_spgemm runs it: ",
+      out += cat("    chosen: ", chosen_schedule_name(tp), ", the built-in SpGEMM as sj_spgemm runs it: ",
                  Expression::access_text(expr_, term.factors[tp.spgemm_left]), " * ",
                  Expression::access_text(expr_, term.factors[1 - tp.spgemm_left]),
                  " over their level arrays as CSR (the generated loop nests take 1.4-4x its time)\n");
