@@ -71,8 +71,13 @@ inline void require_same(int64_t ao, int64_t ai, int64_t bo, int64_t bi, const c
 
 // Rows with the same coordinates (B o A^T for a structurally symmetric A, two operands of
 // one pattern): their intersection is either row, so the values are multiplied pairwise with
-// no merge. The test stops at the first difference, so rows that differ cost little.
+// no merge. The test stops at the first difference, so rows that differ cost little; the
+// first and last coordinates are compared inline before a long pair's memcmp, a library call
+// that was a third of a 600k-row A .* B of two uniform matrices (16 a row: 10.2 ms, 6.7
+// without the call).
 template <class I> inline bool same_coordinates(const I* a, const I* b, int64_t n) {
+  if (n == 0) return true;
+  if (a[0] != b[0] || a[n - 1] != b[n - 1]) return false;
   if (n >= 16) return std::memcmp(a, b, sizeof(I) * static_cast<size_t>(n)) == 0;
   for (int64_t k = 0; k < n; ++k)
     if (a[k] != b[k]) return false;
@@ -111,33 +116,27 @@ template <class S, class I, class V>
   return q;
 }
 
-// Segments with at least this many coordinates together take the AVX-512 block intersection
-// (kernels/intersect_avx512.hpp) where the CPU has it. Rows of two 200k x 200k uniform
-// matrices, each pair alternated in one process (medians of 9, the scalar step below against
-// the blocks): 16 per row 17.6 / 6.2 ms, 64 per row 79.5 / 20.0, 6 per row 1.9x faster, but 4
-// per row 0.78x and 2 per row 0.9x (one block costs a call, two masked loads and a compare per
-// coordinate of b).
-constexpr int64_t kBlockMergeMin = 12;
+// Segments up to this long take the AVX-512 block intersection (kernels/intersect_avx512.hpp)
+// from merge_row_mult's inline part, without the general tests; longer ones take the tests
+// first (where they are cheap next to the merge), then the blocks.
+constexpr int64_t kInlineBlocksMax = 64;
 
-// Intersection of two sorted segments, appended at out (returns the new end). Small enough to
-// inline into the row loops: equal rows and skewed pairs leave early; int32 segments of
-// kBlockMergeMin or more coordinates take the AVX-512 blocks; else the merge is branch-free
-// (each step writes at q and keeps it only on a match: q stays below min(la, lb), within the
-// row's bound), so mixed match patterns cost no mispredictions.
+// Intersection of two sorted segments, appended at out (returns the new end), past
+// merge_row_mult's inline cases: equal rows and skewed pairs leave early; int32 segments
+// take the AVX-512 blocks; else the merge is branch-free (each step writes at q and keeps it
+// only on a match: q stays below min(la, lb), within the row's bound), so mixed match
+// patterns cost no mispredictions.
 template <class S, class I, class V>
-inline int64_t merge_row_mult(const I* ac, const V* av, int64_t pa, int64_t ea, const I* bc, const V* bv, int64_t pb,
-                              int64_t eb, I* oc, V* ov, int64_t q) {
+[[gnu::noinline]] int64_t merge_row_mult_general(const I* ac, const V* av, int64_t pa, int64_t ea, const I* bc,
+                                                 const V* bv, int64_t pb, int64_t eb, I* oc, V* ov, int64_t q) {
   const int64_t la = ea - pa, lb = eb - pb;
-  if (la == 0 || lb == 0) return q;
   if (la == lb && same_coordinates(ac + pa, bc + pb, la))
     return q + multiply_same<S>(ac + pa, av + pa, bv + pb, la, oc + q, ov + q);
   if (ac[ea - 1] < bc[pb] || bc[eb - 1] < ac[pa]) return q;
   if (la * 16 < lb || lb * 16 < la) return merge_row_mult_skewed<S>(ac, av, pa, ea, bc, bv, pb, eb, oc, ov, q);
   if constexpr (std::is_same_v<I, int32_t>) {
-    if (la + lb >= kBlockMergeMin && intersect_avx512::available())
-      return q + (intersect_avx512::has_vp2intersect()
-                      ? intersect_avx512::mult_vp2<S>(ac + pa, av + pa, la, bc + pb, bv + pb, lb, oc + q, ov + q)
-                      : intersect_avx512::mult<S>(ac + pa, av + pa, la, bc + pb, bv + pb, lb, oc + q, ov + q));
+    if (intersect_avx512::available())
+      return q + intersect_avx512::mult_best<S>(ac + pa, av + pa, la, bc + pb, bv + pb, lb, oc + q, ov + q);
   }
   while (pa < ea && pb < eb) {
     const I a = ac[pa], b = bc[pb];
@@ -148,6 +147,41 @@ inline int64_t merge_row_mult(const I* ac, const V* av, int64_t pa, int64_t ea, 
     pb += b <= a;
   }
   return q;
+}
+
+// Intersection of two sorted segments (merge_row_mult_general), inlined into the row loops
+// for its common cases. Pairs of one entry each are a compare: through the general function
+// B o A^T of the diagonal bcsstm25 took 0.099 ms, 2.7x the search schedule, and 0.039 ms so.
+// int32 segments up to kInlineBlocksMax go to the AVX-512 blocks, whose compares find
+// disjoint ranges and skew well enough at these lengths, and need no scalar merge for short
+// ones; rows with the same coordinates first (B o A^T on a symmetric pattern), which the blocks
+// would emit a match at a time: over the 52 real matrices of bench_compare_spmspv_ewise, B o A^T
+// against the hand-written transpose-then-merge went from 1.09-1.14x to 1.43x (0.95x with the
+// blocks alone). The general tests, the call of a function too large to inline (eleven
+// arguments) and the scalar merge under 12 coordinates cost most of the time of rows of
+// varying length. Two 600k x 600k uniform matrices, Poisson row lengths, one thread, medians
+// of 11 alternated (all through the general function / so): 6 a row 17.2 / 8.6 ms, 3 a row
+// 17.5 / 14.9, 16 a row 17.3 / 15.4, 40 a row 26.3 / 22.7. (On rows of exactly 16, 10.1 /
+// 7.3: there the scalar merge's exits predict well, as in the measure that had set the
+// blocks' minimum at 12 coordinates a pair.)
+template <class S, class I, class V>
+inline int64_t merge_row_mult(const I* ac, const V* av, int64_t pa, int64_t ea, const I* bc, const V* bv, int64_t pb,
+                              int64_t eb, I* oc, V* ov, int64_t q) {
+  const int64_t la = ea - pa, lb = eb - pb;
+  if (la == 0 || lb == 0) return q;
+  if (la == 1 && lb == 1) {  // kept only on a match (q is within the row's bound)
+    oc[q] = ac[pa];
+    ov[q] = S::mul(av[pa], bv[pb]);
+    return q + (ac[pa] == bc[pb]);
+  }
+  if constexpr (std::is_same_v<I, int32_t>) {
+    if (la <= kInlineBlocksMax && lb <= kInlineBlocksMax && intersect_avx512::available()) {
+      if (la == lb && same_coordinates(ac + pa, bc + pb, la))
+        return q + multiply_same<S>(ac + pa, av + pa, bv + pb, la, oc + q, ov + q);
+      return q + intersect_avx512::mult_best<S>(ac + pa, av + pa, la, bc + pb, bv + pb, lb, oc + q, ov + q);
+    }
+  }
+  return merge_row_mult_general<S>(ac, av, pa, ea, bc, bv, pb, eb, oc, ov, q);
 }
 
 // Union of two sorted segments, appended at out (returns the new end). Branch-free: each step
@@ -207,7 +241,10 @@ Tensor assemble_rows(const CsView<I, V>& A, const CsView<I, V>& B, Workers& w, c
   auto work_at = [&](int64_t i) { return (A.pos[i] - A.pos[0]) + (B.pos[i] - B.pos[0]) + i; };
   if (rows <= 1 || !worth_parallel(w, work_at(rows))) {
     if (w.threads <= 1) w.basis = kBasis;
-    return assemble_serial<I, V>(rows, A.inner, bound_of(0, rows), 0, alloc, vt, true, std::forward<Fill>(fill));
+    // per_row of the totals (min or +: superadditive) bounds the sum over rows without a pass
+    // over them, ~4% of a 600k-row A .* B
+    const int64_t bound = per_row(A.pos[rows] - A.pos[0], B.pos[rows] - B.pos[0]);
+    return assemble_serial<I, V>(rows, A.inner, bound, 0, alloc, vt, true, std::forward<Fill>(fill));
   }
   const Partition part = partition_by(rows, w, kBasis, work_at);
   const int64_t k = part.chunks();

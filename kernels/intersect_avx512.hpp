@@ -94,4 +94,11 @@ int64_t mult_vp2(const int32_t* ac, const V* av, int64_t la, const int32_t* bc, 
   return block_mult<true, S>(ac, av, la, bc, bv, lb, oc, ov);
 }
 
+// mult_vp2 where the CPU has VP2INTERSECT, else mult.
+template <class S, class V>
+inline int64_t mult_best(const int32_t* ac, const V* av, int64_t la, const int32_t* bc, const V* bv, int64_t lb,
+                         int32_t* oc, V* ov) {
+  return has_vp2intersect() ? mult_vp2<S>(ac, av, la, bc, bv, lb, oc, ov) : mult<S>(ac, av, la, bc, bv, lb, oc, ov);
+}
+
 }  // namespace sj::intersect_avx512

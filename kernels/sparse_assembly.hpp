@@ -68,11 +68,7 @@ Tensor assemble_serial(int64_t rows, int64_t cols, int64_t bound, int64_t slack,
       rows > 0 ? fill(int64_t(0), rows, C.levels[1].crd.template as_mut<I>(), C.values.template as_mut<V>(), pos + 1)
                : 0;
   if (!shrink || nnz * 2 >= bound || bound < 1024) return C;
-  Tensor E = make_compressed_matrix(alloc, true, rows, cols, nnz, it, vt);
-  std::memcpy(E.levels[1].pos.mutable_data(), pos, sizeof(int64_t) * static_cast<size_t>(rows + 1));
-  std::memcpy(E.levels[1].crd.mutable_data(), C.levels[1].crd.data(), sizeof(I) * static_cast<size_t>(nnz));
-  std::memcpy(E.values.mutable_data(), C.values.data(), sizeof(V) * static_cast<size_t>(nnz));
-  return E;
+  return shrink_compressed_matrix(C, nnz, alloc);
 }
 
 // Entries a join copies with all threads; fewer are copied by the calling thread.

@@ -152,6 +152,26 @@ Tensor make_compressed_matrix(const Allocator& alloc, bool csr, int64_t rows, in
   return t;
 }
 
+Tensor shrink_compressed_matrix(const Tensor& c, int64_t nnz, const Allocator& alloc) {
+  const bool csr = c.mode_order[0] == 0;
+  const int64_t outer = c.dims[csr ? 0 : 1];
+  const size_t ib = static_cast<size_t>(index_size(c.index_type)), vb = static_cast<size_t>(value_size(c.value_type));
+  // Positions over one block were allocated alone (make_compressed_matrix); under it they may
+  // share the block with the larger arrays, which sharing them would keep alive.
+  if ((outer + 1) * static_cast<int64_t>(sizeof(int64_t)) <= kOneBlockBytes) {
+    Tensor e = make_compressed_matrix(alloc, csr, c.dims[0], c.dims[1], nnz, c.index_type, c.value_type);
+    std::memcpy(e.levels[1].pos.mutable_data(), c.levels[1].pos.data(), sizeof(int64_t) * static_cast<size_t>(outer + 1));
+    std::memcpy(e.levels[1].crd.mutable_data(), c.levels[1].crd.data(), ib * static_cast<size_t>(nnz));
+    std::memcpy(e.values.mutable_data(), c.values.data(), vb * static_cast<size_t>(nnz));
+    return e;
+  }
+  alloc.charge(estimate_bytes(nnz, ib + vb, 0), [&] { return cat("the ", nnz, " entries of a result"); });
+  Tensor e = c;
+  e.levels[1].crd = Buffer::copy_of(alloc, c.levels[1].crd.data(), ib * static_cast<size_t>(nnz));
+  e.values = Buffer::copy_of(alloc, c.values.data(), vb * static_cast<size_t>(nnz));
+  return e;
+}
+
 Tensor make_sparse_vector(const Allocator& alloc, int64_t n, int64_t nnz, IndexType it, ValueType vt) {
   Tensor t;
   init_sparse_vector(t, alloc, n, nnz, it, vt);

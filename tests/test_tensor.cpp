@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstring>
 #include <map>
 
 #include "src/convert.hpp"
@@ -402,6 +403,37 @@ TEST(Tensor, RealMatricesValidateAndFlip) {
     EXPECT_EQ(to_coo(c).values, to_coo(generic).values) << f;
     EXPECT_EQ(to_coo(c).coords[0], to_coo(generic).coords[0]) << f;
   }
+}
+
+// A result shrunk to its first nnz entries keeps them and its positions, in CSR and CSC, both
+// where the positions share the result's one block (few rows: copied) and where they are an
+// array of their own (shared with the larger result, not copied).
+TEST(Tensor, ShrinkingAResultKeepsItsEntries) {
+  for (const int64_t outer : {int64_t{5}, int64_t{20000}})
+    for (const bool csr : {true, false}) {
+      const int64_t rows = csr ? outer : 7, cols = csr ? 7 : outer;
+      Tensor c = make_compressed_matrix(default_allocator(), csr, rows, cols, 4 * outer, IndexType::I32, ValueType::F64);
+      int64_t* pos = c.levels[1].pos.as_mut<int64_t>();
+      int32_t* crd = c.levels[1].crd.as_mut<int32_t>();
+      double* val = c.values.as_mut<double>();
+      int64_t nnz = 0;
+      pos[0] = 0;
+      for (int64_t r = 0; r < outer; ++r) {  // row r holds column r % 7 when r is odd
+        if (r % 2) crd[nnz] = static_cast<int32_t>(r % 7), val[nnz++] = 0.5 * static_cast<double>(r);
+        pos[r + 1] = nnz;
+      }
+      const Tensor e = shrink_compressed_matrix(c, nnz, default_allocator());
+      ASSERT_EQ(e.nnz(), nnz);
+      EXPECT_EQ(e.dims, c.dims);
+      EXPECT_EQ(e.mode_order, c.mode_order);
+      EXPECT_EQ(e.levels[1].crd.bytes(), static_cast<size_t>(nnz) * 4);
+      EXPECT_EQ(e.values.bytes(), static_cast<size_t>(nnz) * 8);
+      EXPECT_EQ(std::memcmp(e.levels[1].pos.data(), pos, 8 * static_cast<size_t>(outer + 1)), 0);
+      EXPECT_EQ(std::memcmp(e.levels[1].crd.data(), crd, 4 * static_cast<size_t>(nnz)), 0);
+      EXPECT_EQ(std::memcmp(e.values.data(), val, 8 * static_cast<size_t>(nnz)), 0);
+      EXPECT_NO_THROW(validate(e));
+      if (outer > 10000) EXPECT_EQ(e.levels[1].pos.data(), pos) << "positions of their own are shared";
+    }
 }
 
 }  // namespace
