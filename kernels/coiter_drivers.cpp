@@ -181,8 +181,10 @@ template <class S, class I, class V> struct Dotter {
 // Emits the matched coordinates and products of a long pair (min(na, nb) >= fast.first()):
 // the generated emit kernel (vpcompress) over the trimmed overlap. Pairs with the same
 // coordinates (a structurally symmetric A in B o A^T) are multiplied pairwise without a merge.
-// Shorter pairs take the scalar merge of the merge schedule (ewise::merge_row_mult: galloping
-// when one side is 16x longer) in the caller's row loop, which keeps fast.first() in a register.
+// Shorter pairs take the merge schedule's row merge (ewise::merge_row_mult: one compare for a
+// pair of single entries, the AVX-512 blocks for int32 pairs up to 64 a side, else galloping
+// when one side is 16x longer or a scalar merge) in the caller's row loop, which keeps
+// fast.first() in a register.
 template <class S, class I, class V> struct Emitter {
   CoiterTiers fast;
   bool trim = true;
@@ -434,7 +436,8 @@ Tensor spmspv_typed(const Tensor& At, const Tensor& xt, const CoiterConfig& cfg,
                                       });
 }
 
-// One pass: each chunk's output is sized by the bound sum(min(na, nb)) and each segment pair
+// One pass: the output is sized by min(nnz A, nnz B) on one thread, each chunk's by the sum of
+// min(na, nb) over its rows on several (ewise::assemble_rows), and each segment pair
 // emitted at the running end (shrunk to the exact size when less than half was used). A CSC
 // pair is computed as the CSR pair of the transposes and relabelled.
 template <class S, class I, class V>

@@ -125,10 +125,10 @@ Tensor coiter_spmspv(const Tensor& A, const Tensor& x, sj_semiring semiring, con
                      bool dense_output, const Allocator& alloc, Workers* workers = nullptr);
 
 // C = A .* B, A and B compressed with the same orientation and shape (CSR with CSR or CSC
-// with CSC); the result has A's orientation. One pass: arrays sized by sum(min(na, nb)), each
-// pair emitted at the running end (the emit kernel's vpcompress stores), shrunk when the bound
-// was more than twice the result. Short pairs use the merge schedule's scalar merge (galloping
-// on skew).
+// with CSC); the result has A's orientation. One pass: arrays sized by a bound on the result
+// (ewise::assemble_rows), each pair emitted at the running end (the emit kernel's vpcompress
+// stores), shrunk when the bound was more than twice the result. Short pairs use the merge
+// schedule's row merge (ewise::merge_row_mult).
 Tensor coiter_ewise_mult(const Tensor& A, const Tensor& B, sj_semiring semiring, const CoiterConfig& cfg,
                          const Allocator& alloc, Workers* workers = nullptr);
 

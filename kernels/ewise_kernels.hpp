@@ -15,9 +15,10 @@
 // (kernels/sparse_assembly.hpp), so results do not depend on the thread count.
 //
 // Output assembly without reallocation: the result arrays are allocated once at an upper
-// bound (sum over rows of min(len A, len B) for mult, nnz(A) for search, lenA + lenB for
-// add) and filled contiguously row after row; when the result is under half the bound it
-// is copied once to exact size so the caller does not hold the slack.
+// bound (min(nnz A, nnz B) for mult on one thread, the sum over rows of min(len A, len B) per
+// chunk on several, nnz(A) for search, nnz A + nnz B for add) and filled contiguously row
+// after row; when the result is under half the bound its coordinates and values are copied
+// once to exact size so the caller does not hold the slack.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -121,7 +122,7 @@ template <class S, class I, class V>
 // first (where they are cheap next to the merge), then the blocks.
 constexpr int64_t kInlineBlocksMax = 64;
 
-// Intersection of two sorted segments, appended at out (returns the new end), past
+// Intersection of two sorted, non-empty segments, appended at out (returns the new end), past
 // merge_row_mult's inline cases: equal rows and skewed pairs leave early; int32 segments
 // take the AVX-512 blocks; else the merge is branch-free (each step writes at q and keeps it
 // only on a match: q stays below min(la, lb), within the row's bound), so mixed match
@@ -242,8 +243,11 @@ Tensor assemble_rows(const CsView<I, V>& A, const CsView<I, V>& B, Workers& w, c
   if (rows <= 1 || !worth_parallel(w, work_at(rows))) {
     if (w.threads <= 1) w.basis = kBasis;
     // per_row of the totals (min or +: superadditive) bounds the sum over rows without a pass
-    // over them, ~4% of a 600k-row A .* B
-    const int64_t bound = per_row(A.pos[rows] - A.pos[0], B.pos[rows] - B.pos[0]);
+    // over them, ~4% of a 600k-row A .* B. It can be far looser (A's entries in the top rows,
+    // B's in the bottom ones): over the memory cap the exact sum decides, as at two threads.
+    int64_t bound = per_row(A.pos[rows] - A.pos[0], B.pos[rows] - B.pos[0]);
+    if (alloc.over_cap(estimate_bytes(bound, sizeof(I) + sizeof(V), sizeof(int64_t) * static_cast<size_t>(rows + 1))))
+      bound = bound_of(0, rows);
     return assemble_serial<I, V>(rows, A.inner, bound, 0, alloc, vt, true, std::forward<Fill>(fill));
   }
   const Partition part = partition_by(rows, w, kBasis, work_at);

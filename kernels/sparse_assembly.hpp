@@ -78,7 +78,8 @@ inline constexpr int64_t kParallelCopyMin = int64_t(1) << 16;
 // sets ends[r] (absolute row r) to the end of row r relative to oc, and returns the count.
 // chunk_bound: p.chunks() + 1 entries, a prefix sum of upper bounds at each chunk's first row
 // and at the end (any base); `slack` entries of room past each chunk's bound that fill may
-// scribble on. `shrink`: a result under half its capacity is copied to exact size.
+// scribble on. `shrink`: a result under half its capacity is copied to exact size (its
+// coordinates and values; positions of their own are kept, shrink_compressed_matrix).
 template <class I, class V, class Fill>
 Tensor assemble_by_chunk_bounds(Workers& w, const Partition& p, int64_t rows, int64_t cols, const int64_t* chunk_bound,
                                 int64_t slack, const Allocator& alloc, ValueType vt, bool shrink, Fill&& fill) {

@@ -833,10 +833,11 @@ Tensor EinsumPlan::execute(const std::vector<Tensor>& operands) {
     // Only where the work's bound allows more than one piece: the prefix below is a pass over
     // the operands that then made a single piece (12% of a y(i) = A(i,k) * x(k) on bayer10).
     // The bound, not the inputs' size, decides: a product's result can dwarf its inputs (A * A
-    // on hangGlider_2: 15 k entries in, 2.1 M out, 400 ms an execution in one stream against
-    // 5 ms in pieces). The bound is one pass over a level-0 position array.
-    const bool serial_pieces =
-        stream && workers.threads <= 1 && outer_work_bound(tp.nest, held, n0) > kSerialPieceWork;
+    // on hangGlider_2: 15 k entries in, 2.1 M out, 314 ms an execution in one stream against
+    // 17 ms in pieces). The bound is one pass over a level-0 position array, taken only where
+    // the loop may be split.
+    const bool serial_pieces = stream && workers.threads <= 1 && tp.parallel.parallel && n0 > 1 &&
+                               outer_work_bound(tp.nest, held, n0) > kSerialPieceWork;
     // At several threads a bound on the work comes first: under the threshold, one chunk
     // without the prefix (worth_parallel says why in explain).
     const bool split = tp.parallel.parallel && n0 > 1 &&

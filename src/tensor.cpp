@@ -165,8 +165,10 @@ Tensor shrink_compressed_matrix(const Tensor& c, int64_t nnz, const Allocator& a
     std::memcpy(e.values.mutable_data(), c.values.data(), vb * static_cast<size_t>(nnz));
     return e;
   }
-  alloc.charge(estimate_bytes(nnz, ib + vb, 0), [&] { return cat("the ", nnz, " entries of a result"); });
+  alloc.charge(estimate_bytes(nnz, ib + vb, sizeof(int64_t) * static_cast<size_t>(outer + 1)),
+               [&] { return cat("a result of ", nnz, " entries"); });
   Tensor e = c;
+  e.derived.reset();
   e.levels[1].crd = Buffer::copy_of(alloc, c.levels[1].crd.data(), ib * static_cast<size_t>(nnz));
   e.values = Buffer::copy_of(alloc, c.values.data(), vb * static_cast<size_t>(nnz));
   return e;

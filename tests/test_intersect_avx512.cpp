@@ -4,8 +4,9 @@
 // exhausted first) drawn from small universes (many matches) and large ones (few), coordinates
 // at 0 and up to INT32_MAX, identical segments, disjoint ones; products bit for bit, and
 // nothing written past the matches. The element-wise product's row merge (ewise_kernels.hpp:
-// one block a side inline, then equal rows, disjoint ranges, skew, longer blocks and the
-// scalar merge) on the same pairs, within its row's bound.
+// single entries, then up to 64 a side inline: equal rows or the blocks; past that equal rows,
+// disjoint ranges, skew, the blocks or the scalar merge) on the same pairs, within its row's
+// bound.
 #include "kernels/intersect_avx512.hpp"
 
 #include <gtest/gtest.h>

@@ -675,4 +675,39 @@ TEST(Limits, MemoryCapJustAboveAndBelowTheExactOutput) {
       }
 }
 
+// A .* B where A's entries lie in the top half of the rows and B's in the bottom: the result
+// is empty, but min(nnz A, nnz B) would bound it at 50 k entries (760 KB). A one-thread call
+// sizes it by that cheap bound only while the cap allows; under a 400 KB cap it succeeds as
+// a two-thread call (bounds summed per chunk) does.
+TEST(Limits, ElementWiseBoundUnderTheMemoryCap) {
+  sj::CsResult<int32_t, double> am, bm;
+  am.outer = bm.outer = 20000;
+  am.inner = bm.inner = 100;
+  for (auto* m : {&am, &bm}) m->pos.assign(1, 0);
+  for (int64_t i = 0; i < 20000; ++i)
+    for (auto* m : {&am, &bm}) {
+      if ((i < 10000) == (m == &am))
+        for (int32_t c = 0; c < 5; ++c) {
+          m->crd.push_back(c * 17 + static_cast<int32_t>(i % 10));
+          m->val.push_back(1.0 + c);
+        }
+      m->pos.push_back(static_cast<int64_t>(m->crd.size()));
+    }
+  for (int threads : {1, 2})
+    for (sj_schedule s : {SJ_SCHEDULE_AUTO, SJ_SCHEDULE_INNER}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + " schedule " + std::to_string(s));
+      Ctx ctx(400 << 10, threads);
+      T a, b, c;
+      a.t = handle(ctx.c, am);
+      b.t = handle(ctx.c, bm);
+      sj_op_options o;
+      sj_op_options_init(&o);
+      o.schedule = s;
+      ASSERT_EQ(sj_ewise_mult(ctx.c, a.t, b.t, &o, &c.t), SJ_OK) << msg();
+      sj_tensor_info info;
+      ASSERT_EQ(sj_tensor_get_info(c.t, &info), SJ_OK);
+      EXPECT_EQ(info.nnz, 0);
+    }
+}
+
 }  // namespace
