@@ -38,34 +38,6 @@ namespace sj::ewise {
 
 using spmspv::gallop;
 
-template <class I, class V> struct Out {
-  Tensor t;
-  int64_t* pos;
-  I* crd;
-  V* val;
-};
-
-template <class I, class V>
-Out<I, V> alloc_out(const Allocator& alloc, int64_t rows, int64_t cols, int64_t bound, ValueType vt) {
-  Out<I, V> o;
-  o.t = make_compressed_matrix(alloc, true, rows, cols, bound, index_type_of<I>(), vt);
-  o.pos = o.t.levels[1].pos.template as_mut<int64_t>();
-  o.crd = o.t.levels[1].crd.template as_mut<I>();
-  o.val = o.t.values.template as_mut<V>();
-  o.pos[0] = 0;
-  return o;
-}
-
-template <class I, class V>
-Tensor finish(const Allocator& alloc, Out<I, V>& o, int64_t rows, int64_t cols, int64_t nnz, int64_t bound, ValueType vt) {
-  if (nnz * 2 >= bound || bound < 1024) return std::move(o.t);
-  Out<I, V> e = alloc_out<I, V>(alloc, rows, cols, nnz, vt);
-  std::memcpy(e.pos, o.pos, sizeof(int64_t) * (rows + 1));
-  std::memcpy(e.crd, o.crd, sizeof(I) * nnz);
-  std::memcpy(e.val, o.val, sizeof(V) * nnz);
-  return std::move(e.t);
-}
-
 inline void require_same(int64_t ao, int64_t ai, int64_t bo, int64_t bi, const char* op) {
   if (ao != bo || ai != bi) fail(SJ_ERR_SHAPE_MISMATCH, op, ": operands are ", ao, "x", ai, " and ", bo, "x", bi);
 }
