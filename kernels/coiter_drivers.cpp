@@ -181,10 +181,11 @@ template <class S, class I, class V> struct Dotter {
 // Emits the matched coordinates and products of a long pair (min(na, nb) >= fast.first()):
 // the generated emit kernel (vpcompress) over the trimmed overlap. Pairs with the same
 // coordinates (a structurally symmetric A in B o A^T) are multiplied pairwise without a merge.
-// Shorter pairs take the merge schedule's row merge (ewise::merge_row_mult: one compare for a
-// pair of single entries, the AVX-512 blocks for int32 pairs up to 64 a side, else galloping
-// when one side is 16x longer or a scalar merge) in the caller's row loop, which keeps
-// fast.first() in a register.
+// The row loop is ewise::mult_rows: it sends here only pairs that are long (a side over 64
+// coordinates on AVX-512, else min(na, nb) >= fast.first()), and on AVX-512 only while
+// matches are not rare (kLongMatchShare); the others take the merge schedule's row merge
+// (one compare for a pair of single entries, the AVX-512 blocks, galloping when one side is
+// 16x longer, or a scalar merge).
 template <class S, class I, class V> struct Emitter {
   CoiterTiers fast;
   bool trim = true;
@@ -449,23 +450,12 @@ Tensor ewise_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg, 
   Tensor C = ewise::assemble_rows<I, V>(A, B, w, alloc, At.value_type,
                                         [](int64_t la, int64_t lb) { return std::min(la, lb); },
                                         [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
-                                          // Locals, not the captured views: the stores to oc/ov/ends
-                                          // would otherwise reload every field each row.
-                                          const int64_t *ap = A.pos, *bp = B.pos;
-                                          const I *ac = A.crd, *bc = B.crd;
-                                          const V *av = A.val, *bv = B.val;
-                                          const int64_t first = em.fast.first();
-                                          int64_t q = 0;
-                                          for (int64_t s = r0; s < r1; ++s) {
-                                            const int64_t a0 = ap[s], a1 = ap[s + 1], b0 = bp[s], b1 = bp[s + 1];
-                                            if (std::min(a1 - a0, b1 - b0) < first)
-                                              q = ewise::merge_row_mult<S>(ac, av, a0, a1, bc, bv, b0, b1, oc, ov, q);
-                                            else
-                                              q += em.emit_long(ac + a0, av + a0, a1 - a0, bc + b0, bv + b0, b1 - b0,
-                                                                oc + q, ov + q);
-                                            ends[s] = q;
-                                          }
-                                          return q;
+                                          return ewise::mult_rows<S>(
+                                              A, B, r0, r1, oc, ov, ends, em.fast.first(),
+                                              [&](int64_t a0, int64_t a1, int64_t b0, int64_t b1, int64_t q) {
+                                                return q + em.emit_long(A.crd + a0, A.val + a0, a1 - a0, B.crd + b0,
+                                                                        B.val + b0, b1 - b0, oc + q, ov + q);
+                                              });
                                         });
   if (!is_csr(At)) {  // the CSR arrays of (A .* B)^T are the CSC arrays of A .* B
     std::swap(C.dims[0], C.dims[1]);

@@ -42,10 +42,12 @@ inline bool has_vp2intersect() {
 // with it, a plan of the element-wise product of two 600k x 600k uniform matrices (16 a row)
 // went from 11.3-11.5 to 10.4-10.9 ms at one thread (the nest: 7.1-7.4 ms). (Compiled for both
 // features; the broadcast form uses only AVX-512F instructions.)
+//
+// block_mult_inline is the body, for row loops compiled for the same target
+// (ewise::mult_rows); block_mult the same as a function, for everything else.
 template <bool kVp2, class S, class V>
-[[gnu::target("avx512f,avx512vp2intersect")]] int64_t block_mult(const int32_t* ac, const V* av, int64_t la,
-                                                                const int32_t* bc, const V* bv, int64_t lb,
-                                                                int32_t* oc, V* ov) {
+[[gnu::target("avx512f,avx512vp2intersect"), gnu::always_inline]] inline int64_t block_mult_inline(
+    const int32_t* ac, const V* av, int64_t la, const int32_t* bc, const V* bv, int64_t lb, int32_t* oc, V* ov) {
   const __m512i pad_a = _mm512_set1_epi32(-1), pad_b = _mm512_set1_epi32(-2);
   int64_t pa = 0, pb = 0, q = 0;
   while (pa < la && pb < lb) {
@@ -76,11 +78,19 @@ template <bool kVp2, class S, class V>
         ++q;
       }
     }
+    // Advanced without a branch: which block ends first varies from block to block on rows of
+    // random coordinates.
     const int32_t last_a = ac[pa + na - 1], last_b = bc[pb + nb - 1];
-    if (last_a <= last_b) pa += na;
-    if (last_b <= last_a) pb += nb;
+    pa += na & -static_cast<int64_t>(last_a <= last_b);
+    pb += nb & -static_cast<int64_t>(last_b <= last_a);
   }
   return q;
+}
+template <bool kVp2, class S, class V>
+[[gnu::target("avx512f,avx512vp2intersect")]] int64_t block_mult(const int32_t* ac, const V* av, int64_t la,
+                                                                const int32_t* bc, const V* bv, int64_t lb,
+                                                                int32_t* oc, V* ov) {
+  return block_mult_inline<kVp2, S>(ac, av, la, bc, bv, lb, oc, ov);
 }
 
 template <class S, class V>

@@ -124,4 +124,98 @@ TEST(IntersectAvx512, RowMergeMatchesTheScalarMerge) {
     for (int64_t lb : {1, 20, 64, 65, 120}) check(sorted_set(g, la, 0, 400), sorted_set(g, lb, 0, 400), g);
 }
 
+// The element-wise product's row loop (ewise::mult_rows) over many rows at once: empty rows,
+// single entries (matching or not), equal rows, pairs up to 64 a side and long ones. The long
+// pairs come in runs without matches and runs with many, so that on AVX-512 the loop moves
+// from the "generated kernel" (here a stand-in that counts its calls) to the blocks and back
+// (kLongMatchShare); each row's entries and products must be the scalar merge's, ends[] each
+// row's end, and the result must not depend on where a chunk starts.
+TEST(IntersectAvx512, RowLoopMatchesTheScalarMerge) {
+  std::mt19937_64 g(11);
+  std::vector<std::vector<int32_t>> ra, rb;
+  auto pair = [&](std::vector<int32_t> a, std::vector<int32_t> b) { ra.push_back(std::move(a)), rb.push_back(std::move(b)); };
+  const int32_t top = std::numeric_limits<int32_t>::max();
+  for (int rep = 0; rep < 3; ++rep) {
+    pair({}, sorted_set(g, 5, 0, 50));
+    pair(sorted_set(g, 5, 0, 50), {});
+    pair({7}, {7});
+    pair({7}, {8});
+    pair({top}, {top});
+    for (int k = 0; k < 20; ++k) pair(sorted_set(g, 200, 0, 100000), sorted_set(g, 180, 100001, 300000));  // long, no match
+    for (int k = 0; k < 20; ++k) pair(sorted_set(g, 120, 0, 400), sorted_set(g, 150, 0, 400));  // long, many matches
+    const auto same = sorted_set(g, 40, 0, 200);
+    pair(same, same);
+    const auto same_long = sorted_set(g, 90, 0, 200);
+    pair(same_long, same_long);
+    for (int k = 0; k < 30; ++k) pair(sorted_set(g, 1 + k % 64, 0, 300), sorted_set(g, 1 + (k * 7) % 64, 0, 300));
+    pair(sorted_set(g, 3, 0, 1000), sorted_set(g, 300, 0, 1000));  // skewed
+    pair(sorted_set(g, 70, top - 200, top), sorted_set(g, 80, top - 200, top));  // long, at the int32 limit
+  }
+  const auto rows = static_cast<int64_t>(ra.size());
+  std::vector<int64_t> ap{0}, bp{0};
+  std::vector<int32_t> ac, bc;
+  std::vector<double> av, bv;
+  std::uniform_real_distribution<double> u(-2, 2);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int32_t c : ra[i]) ac.push_back(c), av.push_back(u(g));
+    for (int32_t c : rb[i]) bc.push_back(c), bv.push_back(u(g));
+    ap.push_back(static_cast<int64_t>(ac.size())), bp.push_back(static_cast<int64_t>(bc.size()));
+  }
+  const sj::CsView<int32_t, double> A{rows, top, ap.data(), ac.data(), av.data()};
+  const sj::CsView<int32_t, double> B{rows, top, bp.data(), bc.data(), bv.data()};
+  std::vector<int32_t> want_c;
+  std::vector<double> want_v;
+  std::vector<int64_t> want_ends;
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t p = ap[i], r = bp[i]; p < ap[i + 1] && r < bp[i + 1];) {
+      if (ac[p] < bc[r]) ++p;
+      else if (bc[r] < ac[p]) ++r;
+      else want_c.push_back(ac[p]), want_v.push_back(S::mul(av[p], bv[r])), ++p, ++r;
+    }
+    want_ends.push_back(static_cast<int64_t>(want_c.size()));
+  }
+  // Pairs that may go to the generated kernel (min(la, lb) >= 24); on AVX-512 only those with a
+  // side over 64.
+  auto eligible = [&](bool avx512) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+      const auto la = static_cast<int64_t>(ra[i].size()), lb = static_cast<int64_t>(rb[i].size());
+      n += std::min(la, lb) >= 24 && (!avx512 || std::max(la, lb) > sj::ewise::kInlineBlocksMax);
+    }
+    return n;
+  };
+  for (const int64_t long_min : {int64_t{24}, std::numeric_limits<int64_t>::max()})
+    for (const int64_t split : {int64_t{0}, rows / 3, rows - 1}) {
+      int64_t generated = 0;
+      std::vector<int32_t> oc(ac.size() + 1, -7);
+      std::vector<double> ov(ac.size() + 1, -7.0);
+      std::vector<int64_t> ends(static_cast<size_t>(rows), -1);
+      int64_t total = 0;
+      for (auto [r0, r1] : {std::pair{int64_t{0}, split}, std::pair{split, rows}}) {
+        int32_t* c = oc.data() + total;
+        double* v = ov.data() + total;
+        const int64_t n = sj::ewise::mult_rows<S>(A, B, r0, r1, c, v, ends.data(), long_min,
+                                                  [&](int64_t a0, int64_t a1, int64_t b0, int64_t b1, int64_t q) {
+                                                    ++generated;
+                                                    return sj::ewise::merge_row_mult_general<S>(
+                                                        ac.data(), av.data(), a0, a1, bc.data(), bv.data(), b0, b1, c, v, q);
+                                                  });
+        for (int64_t i = r0; i < r1; ++i) ends[i] += total;
+        total += n;
+      }
+      ASSERT_EQ(total, static_cast<int64_t>(want_c.size())) << long_min << " " << split;
+      EXPECT_TRUE(std::equal(want_c.begin(), want_c.end(), oc.begin()));
+      EXPECT_TRUE(std::equal(want_v.begin(), want_v.end(), ov.begin()));
+      EXPECT_EQ(ends, want_ends);
+      if (long_min == std::numeric_limits<int64_t>::max()) {
+        EXPECT_EQ(generated, 0);
+      } else if (sj::intersect_avx512::available()) {  // long pairs, by the matches so far: both routes
+        EXPECT_GT(generated, 0);
+        EXPECT_LT(generated, eligible(true));
+      } else {
+        EXPECT_EQ(generated, eligible(false));  // every pair with min(la, lb) >= 24
+      }
+    }
+}
+
 }  // namespace
