@@ -181,11 +181,12 @@ template <class S, class I, class V> struct Dotter {
 // Emits the matched coordinates and products of a long pair (min(na, nb) >= fast.first()):
 // the generated emit kernel (vpcompress) over the trimmed overlap. Pairs with the same
 // coordinates (a structurally symmetric A in B o A^T) are multiplied pairwise without a merge.
-// The row loop is ewise::mult_rows: it sends here only pairs that are long (a side over 64
-// coordinates on AVX-512, else min(na, nb) >= fast.first()), and on AVX-512 only while
-// matches are not rare (kLongMatchShare); the others take the merge schedule's row merge
-// (one compare for a pair of single entries, the AVX-512 blocks, galloping when one side is
-// 16x longer, or a scalar merge).
+// The row loop is ewise::mult_rows: it sends here the pairs with min(na, nb) >= fast.first(),
+// except with the automatic tiers on AVX-512 (int32), where only pairs with a side over 64
+// come, and only when a sample of the call's long pairs matches often enough
+// (ewise::long_pair_route); the others take the merge schedule's row merge (one compare for a
+// pair of single entries, the AVX-512 blocks, galloping when one side is 16x longer, or a
+// scalar merge).
 template <class S, class I, class V> struct Emitter {
   CoiterTiers fast;
   bool trim = true;
@@ -447,11 +448,13 @@ Tensor ewise_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg, 
   const auto A = cs_view<I, V>(At);
   const auto B = cs_view<I, V>(Bt);
   const Emitter<S, I, V> em(cfg, semiring);
+  // A forced kernel (not the tiers) takes every pair it is long enough for.
+  const ewise::LongRoute route = ewise::long_pair_route(A, B, em.fast.first(), cfg.tiered && cfg.use_jit);
   Tensor C = ewise::assemble_rows<I, V>(A, B, w, alloc, At.value_type,
                                         [](int64_t la, int64_t lb) { return std::min(la, lb); },
                                         [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
                                           return ewise::mult_rows<S>(
-                                              A, B, r0, r1, oc, ov, ends, em.fast.first(),
+                                              A, B, r0, r1, oc, ov, ends, em.fast.first(), route,
                                               [&](int64_t a0, int64_t a1, int64_t b0, int64_t b1, int64_t q) {
                                                 return q + em.emit_long(A.crd + a0, A.val + a0, a1 - a0, B.crd + b0,
                                                                         B.val + b0, b1 - b0, oc + q, ov + q);

@@ -19,7 +19,8 @@
 //      not pay for the indirect call; measured on 0.1% density and on ca-GrQc, where a
 //      threshold of n lost 10-15% to the scalar loop), else to the inlined branchy scalar merge;
 //      with the automatic rule the kernel is chosen per pair from its length (TIERS below), so
-//      matrices whose row lengths spread widely send each pair to the kernel that pays for it.
+//      matrices whose row lengths spread widely send each pair to the kernel that pays for it
+//      (the element-wise multiply on AVX-512 routes otherwise: coiter_ewise_mult below).
 // Kernels are looked up once per plan (resolve_coiter), so a call on a tiny input costs no
 // kernel-cache lookup, and coiter_spgemm_dense_into writes into caller memory.
 // Bool values (or-and over uint8_t) have no generated kernel and always take the scalar one.
@@ -127,8 +128,10 @@ Tensor coiter_spmspv(const Tensor& A, const Tensor& x, sj_semiring semiring, con
 // C = A .* B, A and B compressed with the same orientation and shape (CSR with CSR or CSC
 // with CSC); the result has A's orientation. One pass: arrays sized by a bound on the result
 // (ewise::assemble_rows), each pair emitted at the running end (the emit kernel's vpcompress
-// stores), shrunk when the bound was more than twice the result. Short pairs use the merge
-// schedule's row merge (ewise::merge_row_mult).
+// stores), shrunk when the bound was more than twice the result. The row loop is
+// ewise::mult_rows: short pairs take the merge schedule's row merge, and with the automatic
+// tiers on AVX-512 (int32) pairs up to 64 a side the blocks, longer ones the emit kernel or the
+// blocks by a sample of the call's matches (ewise::long_pair_route).
 Tensor coiter_ewise_mult(const Tensor& A, const Tensor& B, sj_semiring semiring, const CoiterConfig& cfg,
                          const Allocator& alloc, Workers* workers = nullptr);
 

@@ -158,51 +158,45 @@ inline int64_t merge_row_mult(const I* ac, const V* av, int64_t pa, int64_t ea, 
   return merge_row_mult_general<S>(ac, av, pa, ea, bc, bv, pb, eb, oc, ov, q);
 }
 
+// How the element-wise product's row loop (mult_rows) routes a pair whose shorter side has at
+// least long_min coordinates: ByLength sends every such pair to long_pair (the generated
+// kernels; a forced kernel, or a CPU without AVX-512); with int32 coordinates on AVX-512 only
+// pairs with a side over kInlineBlocksMax are "long", and LongToGenerated / LongToBlocks send
+// them to long_pair or to the blocks (long_pair_route decides, once per call).
+enum class LongRoute { ByLength, LongToGenerated, LongToBlocks };
+
 // The element-wise product's row loop: rows [r0, r1) of A .* B appended from 0 at oc/ov,
-// ends[i] the end of row i; returns the total. A pair whose shorter side has at least
-// long_min coordinates, and a longer side past kInlineBlocksMax, goes to long_pair(a0, a1, b0,
-// b1, q) -> the new q (the generated kernels); the rest takes merge_row_mult's cases.
+// ends[i] the end of row i; returns the total. long_pair(a0, a1, b0, b1, q) -> the new q
+// takes the long pairs (LongRoute); the rest take merge_row_mult's cases.
 // With int32 coordinates on AVX-512 the loop itself is compiled for that target, so that the
 // blocks inline into it (no call, no spills of the block's state at every row), and its
 // tests are ordered so that each is one branch that random row lengths predict: empty or long
 // sides by one unsigned compare each, then single entries, then equal rows by their length,
 // first and last coordinates at once. Two 600k x 600k uniform matrices, Poisson row lengths
 // (16 a row), one thread (`bench_parallel --only "ewise A.*B"`): 15.6-16.1 ms through
-// merge_row_mult, 12.6-12.7 so; the index notation's generated nest 10.7-11.7.
-//
-// Long pairs: the generated kernels emit a block's matches without a branch (compress
-// stores), the blocks one match at a time, whose branches mispredict once matches are not
-// rare; without matches the blocks' compares are the cheaper. 600k rows, Poisson lengths,
-// one thread (throwaway probe, ms, blocks / generated): rows of random coordinates 70 a row
-// 45 / 89, 120 a row 64 / 104-135; 120 a row with 2% of the shorter side shared 240-300 /
-// 197-203, with 10% 193-195 / 145-169 (1%: equal). So a chunk takes the generated kernels
-// while at least 1 in kLongMatchShare of the shorter sides' coordinates of its long pairs so
-// far matched (the first long pair included), else the blocks. Both give the same entries
-// and products, so the result does not depend on the choice, nor on the chunks.
-constexpr int64_t kLongMatchShare = 256;
+// merge_row_mult, 12.6-12.7 so; the index notation's generated nest 10.7-11.7. Pairs of 24-64
+// a side, which went to the generated kernels' 4- and 8-wide tiers, are faster in the blocks
+// (Poisson 40 a row: 83-87 ms so, 24-26 now).
 template <bool kVp2, class S, class V, class LongPair>
 [[gnu::target("avx512f,avx512vp2intersect")]] int64_t mult_rows_avx512(const CsView<int32_t, V>& A,
                                                                       const CsView<int32_t, V>& B, int64_t r0,
                                                                       int64_t r1, int32_t* oc, V* ov, int64_t* ends,
-                                                                      int64_t long_min, LongPair& long_pair) {
+                                                                      int64_t long_min, bool long_generated,
+                                                                      LongPair& long_pair) {
   // Locals, not the views' fields: the stores to oc/ov/ends would otherwise reload them.
   const int64_t *ap = A.pos, *bp = B.pos;
   const int32_t *ac = A.crd, *bc = B.crd;
   const V *av = A.val, *bv = B.val;
   constexpr auto kMax = static_cast<uint64_t>(kInlineBlocksMax);
-  int64_t q = 0, matched = 0, scanned = 0;  // over the long pairs so far (kLongMatchShare)
+  int64_t q = 0;
   for (int64_t s = r0; s < r1; ++s) {
     const int64_t a0 = ap[s], a1 = ap[s + 1], b0 = bp[s], b1 = bp[s + 1];
     const int64_t la = a1 - a0, lb = b1 - b0;
     if (static_cast<uint64_t>(la - 1) >= kMax || static_cast<uint64_t>(lb - 1) >= kMax) {  // empty or long
-      if (la != 0 && lb != 0) {
-        const int64_t m = std::min(la, lb), q0 = q;
-        q = m >= long_min && matched * kLongMatchShare >= scanned
+      if (la != 0 && lb != 0)
+        q = long_generated && std::min(la, lb) >= long_min
                 ? long_pair(a0, a1, b0, b1, q)
                 : merge_row_mult_general<S>(ac, av, a0, a1, bc, bv, b0, b1, oc, ov, q);
-        matched += q - q0;
-        scanned += m;
-      }
     } else if ((la | lb) == 1) {  // one entry each: kept only on a match (q is within the bound)
       oc[q] = ac[a0];
       ov[q] = S::mul(av[a0], bv[b0]);
@@ -221,10 +215,14 @@ template <bool kVp2, class S, class V, class LongPair>
 
 template <class S, class I, class V, class LongPair>
 int64_t mult_rows(const CsView<I, V>& A, const CsView<I, V>& B, int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends,
-                  int64_t long_min, LongPair&& long_pair) {
+                  int64_t long_min, LongRoute route, LongPair&& long_pair) {
   if constexpr (std::is_same_v<I, int32_t>) {
-    if (intersect_avx512::has_vp2intersect()) return mult_rows_avx512<true, S>(A, B, r0, r1, oc, ov, ends, long_min, long_pair);
-    if (intersect_avx512::available()) return mult_rows_avx512<false, S>(A, B, r0, r1, oc, ov, ends, long_min, long_pair);
+    if (route != LongRoute::ByLength && intersect_avx512::available()) {
+      const bool gen = route == LongRoute::LongToGenerated;
+      return intersect_avx512::has_vp2intersect()
+                 ? mult_rows_avx512<true, S>(A, B, r0, r1, oc, ov, ends, long_min, gen, long_pair)
+                 : mult_rows_avx512<false, S>(A, B, r0, r1, oc, ov, ends, long_min, gen, long_pair);
+    }
   }
   const int64_t *ap = A.pos, *bp = B.pos;
   const I *ac = A.crd, *bc = B.crd;
@@ -237,6 +235,46 @@ int64_t mult_rows(const CsView<I, V>& A, const CsView<I, V>& B, int64_t r0, int6
     ends[s] = q;
   }
   return q;
+}
+
+// The route of long pairs for one call, from a sample of its rows (kRouteSampleRuns runs of
+// kRouteSampleRun rows, spread evenly; at most kRouteSamplePairs long pairs counted): the
+// generated kernels emit a block's matches without a branch (compress stores), the blocks one
+// match at a time, whose branches mispredict once matches are not rare; without matches the
+// blocks' compares are the cheaper. 600k rows, Poisson lengths, one thread (throwaway probe,
+// ms, blocks / generated): random coordinates 70 a row 45 / 89, 120 a row 64 / 104-135; 120 a
+// row with 2% of the shorter side shared 240-300 / 197-203, with 10% 193-195 / 145-169 (1%:
+// equal). So the generated kernels take long pairs when at least 1 in kLongMatchShare of the
+// sampled shorter sides' coordinates match. Decided once per call, not as a chunk goes: the
+// generated kernels and the compiled products may keep different NaN payloads of a NaN * NaN,
+// so a route that depended on where chunks start would make results depend on the thread
+// count.
+constexpr int64_t kLongMatchShare = 256;
+constexpr int64_t kRouteSampleRuns = 16, kRouteSampleRun = 64, kRouteSamplePairs = 32;
+template <class I, class V>
+LongRoute long_pair_route(const CsView<I, V>& A, const CsView<I, V>& B, int64_t long_min, bool tiered) {
+  if constexpr (std::is_same_v<I, int32_t>) {
+    if (!tiered || !intersect_avx512::available()) return LongRoute::ByLength;
+    const int64_t rows = A.outer;
+    const bool vp2 = intersect_avx512::has_vp2intersect();
+    int64_t matched = 0, scanned = 0, pairs = 0;
+    for (int64_t k = 0; k < kRouteSampleRuns && pairs < kRouteSamplePairs; ++k) {
+      const int64_t r0 = rows * k / kRouteSampleRuns, r1 = std::min(rows, r0 + kRouteSampleRun);
+      for (int64_t s = r0; s < r1 && pairs < kRouteSamplePairs; ++s) {
+        const int64_t a0 = A.pos[s], la = A.pos[s + 1] - a0, b0 = B.pos[s], lb = B.pos[s + 1] - b0;
+        if (std::min(la, lb) < long_min || std::max(la, lb) <= kInlineBlocksMax) continue;
+        matched += vp2 ? intersect_avx512::block_count<true>(A.crd + a0, la, B.crd + b0, lb)
+                       : intersect_avx512::block_count<false>(A.crd + a0, la, B.crd + b0, lb);
+        scanned += std::min(la, lb);
+        ++pairs;
+      }
+    }
+    return scanned > 0 && matched * kLongMatchShare >= scanned ? LongRoute::LongToGenerated
+                                                                : LongRoute::LongToBlocks;
+  } else {
+    (void)A, (void)B, (void)long_min, (void)tiered;
+    return LongRoute::ByLength;
+  }
 }
 
 // Union of two sorted segments, appended at out (returns the new end). Branch-free: each step
@@ -334,6 +372,7 @@ Tensor merge_mult(const Allocator& alloc, const CsView<I, V>& A, const CsView<I,
   return assemble_rows<I, V>(A, B, w, alloc, vt, [](int64_t la, int64_t lb) { return std::min(la, lb); },
                              [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
                                return mult_rows<S>(A, B, r0, r1, oc, ov, ends, std::numeric_limits<int64_t>::max(),
+                                                   LongRoute::LongToBlocks,
                                                    [](int64_t, int64_t, int64_t, int64_t, int64_t q) { return q; });
                              });
 }

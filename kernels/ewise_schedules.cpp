@@ -100,7 +100,13 @@ class Merge final : public ScheduleImpl {
     std::string how = s_ == SJ_SCHEDULE_INNER ? "row-wise merge"
                                               : "merge with B^T (counting-sort transpose kept on B's handle)";
     const double conv = tb ? transpose_cost(in, &how) : 0;
-    if (op_ == SJ_OP_EWISE_MULT) how += cat("; coiteration emit: ", kernels::describe(config_for(in)));
+    if (op_ == SJ_OP_EWISE_MULT) {
+      const kernels::CoiterConfig cfg = config_for(in);
+      how += cat("; coiteration emit: ", kernels::describe(cfg));
+      if (cfg.tiered && cfg.use_jit && in.prepared.index_type == IndexType::I32 && intersect_avx512::available())
+        how += "; on AVX-512 pairs up to 64 a side take the blocks, longer ones the emit kernel only where a sample of "
+               "them matches often (else the blocks)";
+    }
     return Costing::yes(merge_cost(in) + conv, how);
   }
   // Multiply: the coiteration emit/count kernels (kernels/coiter_drivers.hpp), looked up once.

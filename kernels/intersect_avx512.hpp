@@ -93,6 +93,32 @@ template <bool kVp2, class S, class V>
   return block_mult_inline<kVp2, S>(ac, av, la, bc, bv, lb, oc, ov);
 }
 
+// How many coordinates a[0, la) and b[0, lb) share, by the same blocks (nothing written).
+template <bool kVp2>
+[[gnu::target("avx512f,avx512vp2intersect")]] int64_t block_count(const int32_t* ac, int64_t la, const int32_t* bc,
+                                                                 int64_t lb) {
+  const __m512i pad_a = _mm512_set1_epi32(-1), pad_b = _mm512_set1_epi32(-2);
+  int64_t pa = 0, pb = 0, n = 0;
+  while (pa < la && pb < lb) {
+    const int64_t na = la - pa < 16 ? la - pa : 16, nb = lb - pb < 16 ? lb - pb : 16;
+    const __m512i va = _mm512_mask_loadu_epi32(pad_a, static_cast<__mmask16>((uint32_t{1} << na) - 1), ac + pa);
+    const __m512i vb = _mm512_mask_loadu_epi32(pad_b, static_cast<__mmask16>((uint32_t{1} << nb) - 1), bc + pb);
+    __mmask16 hit = 0;
+    if constexpr (kVp2) {
+      __mmask16 hit_b;
+      _mm512_2intersect_epi32(va, vb, &hit, &hit_b);
+    } else {
+      for (int64_t j = 0; j < nb; ++j)
+        hit = static_cast<__mmask16>(hit | _mm512_cmpeq_epi32_mask(va, _mm512_set1_epi32(bc[pb + j])));
+    }
+    n += __builtin_popcount(hit);
+    const int32_t last_a = ac[pa + na - 1], last_b = bc[pb + nb - 1];
+    pa += na & -static_cast<int64_t>(last_a <= last_b);
+    pb += nb & -static_cast<int64_t>(last_b <= last_a);
+  }
+  return n;
+}
+
 template <class S, class V>
 int64_t mult(const int32_t* ac, const V* av, int64_t la, const int32_t* bc, const V* bv, int64_t lb, int32_t* oc,
              V* ov) {

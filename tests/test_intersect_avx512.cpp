@@ -126,10 +126,11 @@ TEST(IntersectAvx512, RowMergeMatchesTheScalarMerge) {
 
 // The element-wise product's row loop (ewise::mult_rows) over many rows at once: empty rows,
 // single entries (matching or not), equal rows, pairs up to 64 a side and long ones. The long
-// pairs come in runs without matches and runs with many, so that on AVX-512 the loop moves
-// from the "generated kernel" (here a stand-in that counts its calls) to the blocks and back
-// (kLongMatchShare); each row's entries and products must be the scalar merge's, ends[] each
-// row's end, and the result must not depend on where a chunk starts.
+// pairs come with and without matches. Every route of long pairs (LongRoute; the "generated
+// kernel" is a stand-in that counts its calls), and on AVX-512 both compares: each row's
+// entries and products must be the scalar merge's, ends[] each row's end, nothing written past
+// a chunk's bound (the sum of min(la, lb) over its rows), and the result must not depend on
+// where a chunk starts.
 TEST(IntersectAvx512, RowLoopMatchesTheScalarMerge) {
   std::mt19937_64 g(11);
   std::vector<std::vector<int32_t>> ra, rb;
@@ -184,38 +185,86 @@ TEST(IntersectAvx512, RowLoopMatchesTheScalarMerge) {
     }
     return n;
   };
-  for (const int64_t long_min : {int64_t{24}, std::numeric_limits<int64_t>::max()})
-    for (const int64_t split : {int64_t{0}, rows / 3, rows - 1}) {
-      int64_t generated = 0;
-      std::vector<int32_t> oc(ac.size() + 1, -7);
-      std::vector<double> ov(ac.size() + 1, -7.0);
-      std::vector<int64_t> ends(static_cast<size_t>(rows), -1);
-      int64_t total = 0;
-      for (auto [r0, r1] : {std::pair{int64_t{0}, split}, std::pair{split, rows}}) {
-        int32_t* c = oc.data() + total;
-        double* v = ov.data() + total;
-        const int64_t n = sj::ewise::mult_rows<S>(A, B, r0, r1, c, v, ends.data(), long_min,
-                                                  [&](int64_t a0, int64_t a1, int64_t b0, int64_t b1, int64_t q) {
-                                                    ++generated;
-                                                    return sj::ewise::merge_row_mult_general<S>(
-                                                        ac.data(), av.data(), a0, a1, bc.data(), bv.data(), b0, b1, c, v, q);
-                                                  });
-        for (int64_t i = r0; i < r1; ++i) ends[i] += total;
-        total += n;
+  using Route = sj::ewise::LongRoute;
+  const bool avx512 = sj::intersect_avx512::available();
+  // way 0: the dispatcher; way 1: the broadcast-compare loop itself (VP2INTERSECT hosts run
+  // the other one through the dispatcher)
+  for (int way = 0; way < (avx512 ? 2 : 1); ++way)
+    for (const Route route : {Route::ByLength, Route::LongToGenerated, Route::LongToBlocks})
+      for (const int64_t split : {int64_t{0}, rows / 3, rows - 1}) {
+        int64_t generated = 0;
+        std::vector<int32_t> oc;
+        std::vector<double> ov;
+        std::vector<int64_t> ends(static_cast<size_t>(rows), -1);
+        for (auto [r0, r1] : {std::pair{int64_t{0}, split}, std::pair{split, rows}}) {
+          // each chunk gets exactly its bound, sum of min(la, lb), then sentinels
+          size_t room = 0;
+          for (int64_t i = r0; i < r1; ++i) room += std::min(ra[i].size(), rb[i].size());
+          std::vector<int32_t> c(room + 8, -7);
+          std::vector<double> v(room + 8, -7.0);
+          auto long_pair = [&](int64_t a0, int64_t a1, int64_t b0, int64_t b1, int64_t q) {
+            ++generated;
+            return sj::ewise::merge_row_mult_general<S>(ac.data(), av.data(), a0, a1, bc.data(), bv.data(), b0, b1,
+                                                        c.data(), v.data(), q);
+          };
+          const int64_t n =
+              way == 1 ? sj::ewise::mult_rows_avx512<false, S>(A, B, r0, r1, c.data(), v.data(), ends.data(), 24,
+                                                               route == Route::LongToGenerated, long_pair)
+                       : sj::ewise::mult_rows<S>(A, B, r0, r1, c.data(), v.data(), ends.data(), 24, route, long_pair);
+          for (size_t k = room; k < room + 8; ++k) ASSERT_EQ(c[k], -7) << "written past the chunk's bound";
+          for (int64_t i = r0; i < r1; ++i) ends[i] += static_cast<int64_t>(oc.size());
+          oc.insert(oc.end(), c.begin(), c.begin() + n);
+          ov.insert(ov.end(), v.begin(), v.begin() + n);
+        }
+        ASSERT_EQ(oc.size(), want_c.size()) << way << " " << static_cast<int>(route) << " " << split;
+        EXPECT_EQ(oc, want_c);
+        EXPECT_TRUE(std::equal(want_v.begin(), want_v.end(), ov.begin()));
+        EXPECT_EQ(ends, want_ends);
+        if (way == 1) EXPECT_EQ(generated, route == Route::LongToGenerated ? eligible(true) : 0);  // no ByLength here
+        else if (route == Route::ByLength || !avx512) EXPECT_EQ(generated, eligible(false));
+        else if (route == Route::LongToGenerated) EXPECT_EQ(generated, eligible(true));
+        else EXPECT_EQ(generated, 0);
       }
-      ASSERT_EQ(total, static_cast<int64_t>(want_c.size())) << long_min << " " << split;
-      EXPECT_TRUE(std::equal(want_c.begin(), want_c.end(), oc.begin()));
-      EXPECT_TRUE(std::equal(want_v.begin(), want_v.end(), ov.begin()));
-      EXPECT_EQ(ends, want_ends);
-      if (long_min == std::numeric_limits<int64_t>::max()) {
-        EXPECT_EQ(generated, 0);
-      } else if (sj::intersect_avx512::available()) {  // long pairs, by the matches so far: both routes
-        EXPECT_GT(generated, 0);
-        EXPECT_LT(generated, eligible(true));
-      } else {
-        EXPECT_EQ(generated, eligible(false));  // every pair with min(la, lb) >= 24
-      }
+}
+
+// The route of long pairs, from a sample of the call's rows: rows of random coordinates (few
+// matches) go to the blocks, rows sharing most coordinates to the generated kernel; a forced
+// kernel (not tiered), int64 coordinates and CPUs without AVX-512 route by length alone.
+TEST(IntersectAvx512, LongPairRouteFollowsTheMatches) {
+  std::mt19937_64 g(3);
+  auto matrix = [&](bool overlap, std::vector<int64_t>& pos, std::vector<int32_t>& crd, std::vector<double>& val,
+                    std::vector<int64_t>& pos2, std::vector<int32_t>& crd2) {
+    pos = {0}, pos2 = {0};
+    for (int i = 0; i < 500; ++i) {
+      const auto a = sorted_set(g, 100, 0, 1 << 30);
+      const auto b = overlap ? a : sorted_set(g, 100, 0, 1 << 30);
+      crd.insert(crd.end(), a.begin(), a.end()), crd2.insert(crd2.end(), b.begin(), b.end());
+      pos.push_back(static_cast<int64_t>(crd.size())), pos2.push_back(static_cast<int64_t>(crd2.size()));
     }
+    val.assign(std::max(crd.size(), crd2.size()), 1.0);
+  };
+  using Route = sj::ewise::LongRoute;
+  for (const bool overlap : {false, true}) {
+    std::vector<int64_t> ap, bp;
+    std::vector<int32_t> ac, bc;
+    std::vector<double> val;
+    matrix(overlap, ap, ac, val, bp, bc);
+    const sj::CsView<int32_t, double> A{500, 1 << 30, ap.data(), ac.data(), val.data()};
+    const sj::CsView<int32_t, double> B{500, 1 << 30, bp.data(), bc.data(), val.data()};
+    EXPECT_EQ(sj::ewise::long_pair_route(A, B, 24, false), Route::ByLength);
+    if (!sj::intersect_avx512::available()) {
+      EXPECT_EQ(sj::ewise::long_pair_route(A, B, 24, true), Route::ByLength);
+      continue;
+    }
+    EXPECT_EQ(sj::ewise::long_pair_route(A, B, 24, true), overlap ? Route::LongToGenerated : Route::LongToBlocks);
+    // pairs shorter than the kernels' threshold are not long
+    EXPECT_EQ(sj::ewise::long_pair_route(A, B, 200, true), Route::LongToBlocks);
+  }
+  std::vector<int64_t> p{0, 1};
+  std::vector<int64_t> c{5};
+  std::vector<double> v{1.0};
+  const sj::CsView<int64_t, double> W{1, 10, p.data(), c.data(), v.data()};
+  EXPECT_EQ(sj::ewise::long_pair_route(W, W, 24, true), Route::ByLength);
 }
 
 }  // namespace
