@@ -448,8 +448,8 @@ Tensor ewise_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg, 
   const auto A = cs_view<I, V>(At);
   const auto B = cs_view<I, V>(Bt);
   const Emitter<S, I, V> em(cfg, semiring);
-  // A forced kernel (not the tiers) takes every pair it is long enough for.
-  const ewise::LongRoute route = ewise::long_pair_route(A, B, em.fast.first(), cfg.tiered && cfg.use_jit);
+  // A forced kernel or ISA (not the AVX-512 tiers) takes every pair it is long enough for.
+  const ewise::LongRoute route = ewise::long_pair_route(A, B, em.fast.first(), avx512_tiers(cfg));
   Tensor C = ewise::assemble_rows<I, V>(A, B, w, alloc, At.value_type,
                                         [](int64_t la, int64_t lb) { return std::min(la, lb); },
                                         [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
@@ -639,6 +639,10 @@ template int64_t coiter_batched_dot<int64_t, float>(const CsView<int64_t, float>
 template int64_t coiter_batched_dot<int64_t, double>(const CsView<int64_t, double>&, const int64_t*,
                                                      const CsView<int64_t, double>&, const int64_t*, int64_t,
                                                      sj_semiring, const CoiterConfig&, double*);
+
+bool avx512_tiers(const CoiterConfig& cfg) {
+  return cfg.tiered && cfg.use_jit && jit::effective_spec(cfg.spec).isa == SJ_ISA_AVX512;
+}
 
 std::string describe(const CoiterConfig& cfg) {
   if (!cfg.use_jit) return "scalar merge (no JIT)";

@@ -238,41 +238,51 @@ int64_t mult_rows(const CsView<I, V>& A, const CsView<I, V>& B, int64_t r0, int6
 }
 
 // The route of long pairs for one call, from a sample of its rows (kRouteSampleRuns runs of
-// kRouteSampleRun rows, spread evenly; at most kRouteSamplePairs long pairs counted): the
-// generated kernels emit a block's matches without a branch (compress stores), the blocks one
-// match at a time, whose branches mispredict once matches are not rare; without matches the
-// blocks' compares are the cheaper. 600k rows, Poisson lengths, one thread (throwaway probe,
-// ms, blocks / generated): random coordinates 70 a row 45 / 89, 120 a row 64 / 104-135; 120 a
-// row with 2% of the shorter side shared 240-300 / 197-203, with 10% 193-195 / 145-169 (1%:
-// equal). So the generated kernels take long pairs when at least 1 in kLongMatchShare of the
-// sampled shorter sides' coordinates match. Decided once per call, not as a chunk goes: the
-// generated kernels and the compiled products may keep different NaN payloads of a NaN * NaN,
-// so a route that depended on where chunks start would make results depend on the thread
-// count.
+// kRouteSampleRun rows spread evenly, not overlapping; each long pair counted over a prefix of
+// at most kRouteSamplePrefix coordinates of A's side, against B's coordinates up to the last
+// of them; the sample stops after kRouteSamplePairs long pairs or an eighth of the operands'
+// entries): the generated kernels emit a block's matches without a branch (compress
+// stores), the blocks one match at a time, whose branches mispredict once matches are not
+// rare; without matches the blocks' compares are the cheaper. 600k rows, Poisson lengths,
+// one thread (throwaway probe, ms, blocks / generated): random coordinates 70 a row 45 / 89,
+// 120 a row 64 / 104-135; 120 a row with 2% of the shorter side shared 240-300 / 197-203, with
+// 10% 193-195 / 145-169 (1%: equal). So the generated kernels take long pairs when at least 1
+// in kLongMatchShare of the sampled coordinates match. Decided once per call, not as a chunk
+// goes: the generated kernels and the compiled products may keep different NaN payloads of a
+// NaN * NaN, so a route that depended on where chunks start would make results depend on the
+// thread count (a row's payload may depend on the other rows of its call, not on threads).
+// `avx512_tiers`: the automatic kernel tiers, resolved to AVX-512 (a forced kernel or ISA
+// routes by length).
 constexpr int64_t kLongMatchShare = 256;
-constexpr int64_t kRouteSampleRuns = 16, kRouteSampleRun = 64, kRouteSamplePairs = 32;
+constexpr int64_t kRouteSampleRuns = 16, kRouteSampleRun = 64, kRouteSamplePairs = 32, kRouteSamplePrefix = 512;
 template <class I, class V>
-LongRoute long_pair_route(const CsView<I, V>& A, const CsView<I, V>& B, int64_t long_min, bool tiered) {
+LongRoute long_pair_route(const CsView<I, V>& A, const CsView<I, V>& B, int64_t long_min, bool avx512_tiers) {
   if constexpr (std::is_same_v<I, int32_t>) {
-    if (!tiered || !intersect_avx512::available()) return LongRoute::ByLength;
+    if (!avx512_tiers || !intersect_avx512::available()) return LongRoute::ByLength;
+    if (long_min == std::numeric_limits<int64_t>::max()) return LongRoute::LongToBlocks;  // no kernel to send to
     const int64_t rows = A.outer;
+    const int64_t budget = (A.nnz() + B.nnz()) / 8;
     const bool vp2 = intersect_avx512::has_vp2intersect();
-    int64_t matched = 0, scanned = 0, pairs = 0;
-    for (int64_t k = 0; k < kRouteSampleRuns && pairs < kRouteSamplePairs; ++k) {
-      const int64_t r0 = rows * k / kRouteSampleRuns, r1 = std::min(rows, r0 + kRouteSampleRun);
-      for (int64_t s = r0; s < r1 && pairs < kRouteSamplePairs; ++s) {
+    int64_t matched = 0, scanned = 0, pairs = 0, r1 = 0;
+    for (int64_t k = 0; k < kRouteSampleRuns && pairs < kRouteSamplePairs && scanned < budget; ++k) {
+      int64_t s = std::max(r1, rows * k / kRouteSampleRuns);
+      r1 = std::min(rows, s + kRouteSampleRun);
+      for (; s < r1 && pairs < kRouteSamplePairs && scanned < budget; ++s) {
         const int64_t a0 = A.pos[s], la = A.pos[s + 1] - a0, b0 = B.pos[s], lb = B.pos[s + 1] - b0;
         if (std::min(la, lb) < long_min || std::max(la, lb) <= kInlineBlocksMax) continue;
-        matched += vp2 ? intersect_avx512::block_count<true>(A.crd + a0, la, B.crd + b0, lb)
-                       : intersect_avx512::block_count<false>(A.crd + a0, la, B.crd + b0, lb);
-        scanned += std::min(la, lb);
+        const int64_t na = std::min(la, kRouteSamplePrefix);
+        const I* bend = std::upper_bound(B.crd + b0, B.crd + b0 + lb, A.crd[a0 + na - 1]);
+        const int64_t nb = std::min<int64_t>(bend - (B.crd + b0), kRouteSamplePrefix);
+        matched += vp2 ? intersect_avx512::block_count<true>(A.crd + a0, na, B.crd + b0, nb)
+                       : intersect_avx512::block_count<false>(A.crd + a0, na, B.crd + b0, nb);
+        scanned += std::max<int64_t>(1, std::min(na, nb));
         ++pairs;
       }
     }
     return scanned > 0 && matched * kLongMatchShare >= scanned ? LongRoute::LongToGenerated
                                                                 : LongRoute::LongToBlocks;
   } else {
-    (void)A, (void)B, (void)long_min, (void)tiered;
+    (void)A, (void)B, (void)long_min, (void)avx512_tiers;
     return LongRoute::ByLength;
   }
 }
