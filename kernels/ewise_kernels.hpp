@@ -1,9 +1,10 @@
 // Element-wise kernels on CSR operands, same exactness as kernels/reference_ewise.hpp
 // (A is always the left operand: mul(a, b), add(a, b)).
 //
-//   merge_mult / merge_add   row-wise two-finger merge of A and B (B may be the prepared
-//                            B^T: the `transpose` schedule); a row pair whose lengths are
-//                            skewed (>= 16x) gallops the long side instead.
+//   mult_rows / merge_add    row-wise merge of A and B (B may be the prepared B^T: the
+//                            `transpose` schedule); mult_rows is the row loop of
+//                            kernels/coiter_drivers.cpp's coiter_ewise_mult; a row pair whose
+//                            lengths are skewed (>= 16x) gallops the long side instead.
 //   search_mult_t            C(i,j) = A(i,j) * B(j,i) with the ORIGINAL B in CSR: each
 //                            A(i,j) looks for column i in B's row j (the SparseConflicts
 //                            `forsame` follower), by binary search, or by galloping from a
@@ -373,17 +374,6 @@ Tensor merge_rows(const Allocator& alloc, const CsView<I, V>& A, const CsView<I,
                                  ends[i] = q;
                                }
                                return q;
-                             });
-}
-
-template <class S, class I, class V>
-Tensor merge_mult(const Allocator& alloc, const CsView<I, V>& A, const CsView<I, V>& B, ValueType vt, Workers& w) {
-  require_same(A.outer, A.inner, B.outer, B.inner, "ewise_mult");
-  return assemble_rows<I, V>(A, B, w, alloc, vt, [](int64_t la, int64_t lb) { return std::min(la, lb); },
-                             [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
-                               return mult_rows<S>(A, B, r0, r1, oc, ov, ends, std::numeric_limits<int64_t>::max(),
-                                                   LongRoute::LongToBlocks,
-                                                   [](int64_t, int64_t, int64_t, int64_t, int64_t q) { return q; });
                              });
 }
 
