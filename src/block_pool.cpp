@@ -62,7 +62,7 @@ size_t BlockPool::block_size(size_t bytes) {
   if (bytes < kMinBlock || bytes > (std::numeric_limits<size_t>::max() >> 1)) return bytes;
   // Over 512 KiB, a block is at least one huge page: its first touch then costs one fault,
   // not up to 256 (~4 ms here), for at most 4x the memory on the requests of 0.5-1 MiB.
-  if (bytes > (kHugePageBytes >> 2)) return std::max(kHugePageBytes, std::bit_ceil(bytes));
+  if (bytes > kMaxSlabBlock) return std::max(kHugePageBytes, std::bit_ceil(bytes));
   return std::bit_ceil(bytes);
 }
 
@@ -78,12 +78,60 @@ void* BlockPool::allocate(size_t bytes, size_t align) {
         SJ_UNPOISON(p, block);
         return p;
       }
+    if (slab_class(block))
+      if (void* p = take_piece(block)) return p;
   }
   if (block < kMinBlock) return small_allocate(block, align);
+  if (slab_class(block)) {
+    // A fresh slab, allocated outside the lock (its first huge page may be probed: ~0.1 ms).
+    char* base = static_cast<char*>(huge_page_allocate(kHugePageBytes));
+    if (!base) return nullptr;
+    const uint32_t pieces = static_cast<uint32_t>(kHugePageBytes / block);
+    const uint32_t all = pieces >= 32 ? ~uint32_t{0} : (uint32_t{1} << pieces) - 1;
+    SJ_POISON(base + block, kHugePageBytes - block);
+    std::lock_guard<std::mutex> lock(mu_);
+    slabs_.push_back({base, block, all & ~uint32_t{1}, 1});
+    return base;
+  }
   // From a huge page up, whole 2 MiB pages: one fault per 2 MiB on first touch (huge_pages.hpp).
   if (block >= kHugePageBytes) return huge_page_allocate(block);
-  return std::aligned_alloc(align, block);  // pooled classes are powers of two >= kMinBlock
+  return std::aligned_alloc(align, block);  // a class over the limit: powers of two >= kMinBlock
 }
+
+void* BlockPool::take_piece(size_t block) {
+  for (Slab& s : slabs_)
+    if (s.piece == block && s.spare != 0) {
+      const int k = std::countr_zero(s.spare);
+      s.spare &= s.spare - 1;
+      ++s.out;
+      char* p = s.base + static_cast<size_t>(k) * block;
+      SJ_UNPOISON(p, block);
+      return p;
+    }
+  return nullptr;
+}
+
+char* BlockPool::return_piece(void* p) {
+  char* base = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(p) & ~(uintptr_t{kHugePageBytes} - 1));
+  for (auto it = slabs_.begin(); it != slabs_.end(); ++it)
+    if (it->base == base) {
+      const size_t k = static_cast<size_t>(static_cast<char*>(p) - base) / it->piece;
+      it->spare |= uint32_t{1} << k;
+      SJ_POISON(p, it->piece);
+      if (--it->out > 0) return nullptr;
+      slabs_.erase(it);
+      return base;
+    }
+  return nullptr;  // not reached: every piece comes from a slab of this pool
+}
+
+namespace {
+// A slab with no piece out goes back to the system.
+void free_slab(char* base) {
+  SJ_UNPOISON(base, kHugePageBytes);
+  std::free(base);
+}
+}  // namespace
 
 // Small blocks (every array of a tiny call): one malloc with room to align inside it, the
 // malloc'd pointer stored just below the aligned one. glibc's aligned_alloc carves an aligned
@@ -108,16 +156,30 @@ void BlockPool::free(void* p, size_t bytes) {
     return;
   }
   if (block > limit_ || (needs_lease_ && live_leases_count.load(std::memory_order_relaxed) == 0)) {
-    std::free(p);
+    if (!slab_class(block)) {
+      std::free(p);
+      return;
+    }
+    char* slab = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      slab = return_piece(p);
+    }
+    if (slab) free_slab(slab);
     return;
   }
   std::vector<Kept> dropped;  // freed outside the lock
+  std::vector<char*> slabs;
   {
     std::lock_guard<std::mutex> lock(mu_);
     while (held_ + block > limit_) {
-      dropped.push_back(kept_.front());
-      held_ -= kept_.front().bytes;
+      const Kept k = kept_.front();
       kept_.pop_front();
+      held_ -= k.bytes;
+      if (!slab_class(k.bytes))
+        dropped.push_back(k);
+      else if (char* s = return_piece(k.p))
+        slabs.push_back(s);
     }
     kept_.push_back({p, block});
     held_ += block;
@@ -127,24 +189,36 @@ void BlockPool::free(void* p, size_t bytes) {
     SJ_UNPOISON(k.p, k.bytes);
     std::free(k.p);
   }
+  for (char* s : slabs) free_slab(s);
 }
 
 void BlockPool::release() {
   std::deque<Kept> kept;
+  std::vector<char*> slabs;
   {
     std::lock_guard<std::mutex> lock(mu_);
     kept.swap(kept_);
     held_ = 0;
+    for (const Kept& k : kept)
+      if (slab_class(k.bytes))
+        if (char* s = return_piece(k.p)) slabs.push_back(s);
   }
-  for (const Kept& k : kept) {
-    SJ_UNPOISON(k.p, k.bytes);
-    std::free(k.p);
-  }
+  for (const Kept& k : kept)
+    if (!slab_class(k.bytes)) {
+      SJ_UNPOISON(k.p, k.bytes);
+      std::free(k.p);
+    }
+  for (char* s : slabs) free_slab(s);
 }
 
 size_t BlockPool::held_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return held_;
+}
+
+size_t BlockPool::slab_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return slabs_.size() * kHugePageBytes;
 }
 
 int BlockPool::live_leases() { return live_leases_count.load(); }

@@ -8,7 +8,11 @@
 // allocator hooks are called for every block as before.
 //
 // Blocks have size classes: powers of two from kMinBlock, and over 512 KiB at least one 2 MiB
-// huge page (huge_pages.hpp: a fresh block then faults in once per 2 MiB). The pool holds at
+// huge page (huge_pages.hpp: a fresh block then faults in once per 2 MiB). The classes from
+// kMinBlock to kMaxSlabBlock are pieces of 2 MiB huge-page slabs, one class to a slab: a first
+// call's mid-size arrays (a 400 KiB transposed copy, a 100 KiB row count) then cost one fault
+// per slab, not one per 4 KiB (~11 us each on this VM: 1.8 ms of mbeacxc's first A*A^T). A
+// slab goes back to the system once none of its pieces is in use or kept. The pool holds at
 // most `limit` bytes of capacity (SPARSEJIT_POOL_MB, default 256; 0 turns it off), dropping
 // the blocks freed longest ago when a new one would not fit (the latest call's blocks are the
 // ones the next call needs), and gives all of it back when the last context is destroyed.
@@ -16,6 +20,7 @@
 #pragma once
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <utility>
 #include <deque>
@@ -26,7 +31,8 @@ namespace sj {
 
 class BlockPool {
  public:
-  static constexpr size_t kMinBlock = size_t(256) << 10;  // smaller ones stay in malloc's heap
+  static constexpr size_t kMinBlock = size_t(64) << 10;  // smaller ones stay in malloc's heap
+  static constexpr size_t kMaxSlabBlock = size_t(512) << 10;  // the largest class cut from slabs
 
   // `needs_lease`: keep freed blocks only while some Lease is alive (the global pool).
   explicit BlockPool(size_t limit, bool needs_lease = false) : limit_(limit), needs_lease_(needs_lease) {}
@@ -48,6 +54,8 @@ class BlockPool {
   void release();
 
   size_t held_bytes() const;
+  // Bytes of the slabs the pool has from the system (their pieces in use, kept or not yet cut).
+  size_t slab_bytes() const;
   size_t limit() const { return limit_; }
 
   // Contexts hold a lease; when the last one ends, the global pool is released.
@@ -67,11 +75,26 @@ class BlockPool {
     void* p;
     size_t bytes;
   };
+  // A 2 MiB slab cut into pieces of one size class; bit k of `spare` stands for the piece at
+  // base + k * piece (at most 32 pieces: 2 MiB / 64 KiB).
+  struct Slab {
+    char* base;
+    size_t piece;
+    uint32_t spare;  // pieces not handed out
+    uint32_t out;    // pieces handed out: in use or kept
+  };
+  // Blocks of this size class are slab pieces (a pool too small to keep them has no slabs).
+  bool slab_class(size_t block) const { return block >= kMinBlock && block <= kMaxSlabBlock && block <= limit_; }
+  // Under mu_: a spare piece of class `block` (null when no slab has one); a piece back to its
+  // slab, returning the slab's base when it now has no piece out (the caller frees it).
+  void* take_piece(size_t block);
+  char* return_piece(void* p);
   mutable std::mutex mu_;
   size_t limit_;
   bool needs_lease_;
   size_t held_ = 0;
   std::deque<Kept> kept_;  // in the order they were freed, oldest first
+  std::vector<Slab> slabs_;
 };
 
 // An uninitialised array of n T for a kernel's temporaries (per-chunk pieces of a parallel

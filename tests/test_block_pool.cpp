@@ -26,9 +26,12 @@ TEST(BlockPool, SizeClassesArePowersOfTwoFromTheMinimumBlock) {
   EXPECT_EQ(BlockPool::block_size(kMin), kMin);
   EXPECT_EQ(BlockPool::block_size(kMin + 64), 2 * kMin);
   EXPECT_EQ(BlockPool::block_size(2 * kMin), 2 * kMin);
+  constexpr size_t kSlab = BlockPool::kMaxSlabBlock;
+  EXPECT_EQ(BlockPool::block_size(kSlab - 64), kSlab);
+  EXPECT_EQ(BlockPool::block_size(kSlab), kSlab);
   // Over 512 KiB a block is at least one huge page, then powers of two again.
-  EXPECT_EQ(BlockPool::block_size(2 * kMin + 64), sj::kHugePageBytes);
-  EXPECT_EQ(BlockPool::block_size(3 * kMin), sj::kHugePageBytes);
+  EXPECT_EQ(BlockPool::block_size(kSlab + 64), sj::kHugePageBytes);
+  EXPECT_EQ(BlockPool::block_size(3 * kSlab / 2), sj::kHugePageBytes);
   EXPECT_EQ(BlockPool::block_size(sj::kHugePageBytes), sj::kHugePageBytes);
   EXPECT_EQ(BlockPool::block_size(sj::kHugePageBytes + 1), 2 * sj::kHugePageBytes);
 }
@@ -72,15 +75,74 @@ bool have_thp() { return static_cast<bool>(std::ifstream("/sys/kernel/mm/transpa
 TEST(BlockPool, LargeBlocksAreAlignedAndAdvisedAsHugePages) {
   HugePageSetting on(sj::HugePagePolicy::kOn);  // auto could have found a cold page already
   BlockPool pool(64 * kMin);
-  void* big = pool.allocate(3 * kMin, 64);
+  const size_t bytes = 3 * BlockPool::kMaxSlabBlock / 2;
+  void* big = pool.allocate(bytes, 64);
   ASSERT_NE(big, nullptr);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % sj::kHugePageBytes, 0u);
-  std::memset(big, 1, BlockPool::block_size(3 * kMin));  // the whole block is usable
+  std::memset(big, 1, BlockPool::block_size(bytes));  // the whole block is usable
   if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
     EXPECT_NE(vm_flags_of(big).find(" hg"), std::string::npos) << vm_flags_of(big);
   }
-  pool.free(big, 3 * kMin);
+  pool.free(big, bytes);
   pool.release();
+}
+
+// The mid-size classes are cut from 2 MiB slabs, one class to a slab: pieces are disjoint,
+// aligned to their size, and one huge page serves many (so a first call faults once per slab).
+TEST(BlockPool, MidSizeBlocksArePiecesOfOneHugePageSlab) {
+  HugePageSetting on(sj::HugePagePolicy::kOn);
+  BlockPool pool(256 * kMin);
+  const size_t per_slab = sj::kHugePageBytes / kMin;
+  std::vector<unsigned char*> pieces;
+  for (size_t k = 0; k < per_slab; ++k) pieces.push_back(static_cast<unsigned char*>(pool.allocate(kMin, 64)));
+  const auto base = reinterpret_cast<uintptr_t>(pieces[0]) & ~(uintptr_t{sj::kHugePageBytes} - 1);
+  for (size_t k = 0; k < per_slab; ++k) {
+    ASSERT_NE(pieces[k], nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(pieces[k]) % kMin, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(pieces[k]) & ~(uintptr_t{sj::kHugePageBytes} - 1), base) << k;
+    std::memset(pieces[k], static_cast<int>(k), kMin);
+  }
+  for (size_t k = 0; k < per_slab; ++k)
+    for (size_t i = 0; i < kMin; i += 997) ASSERT_EQ(pieces[k][i], static_cast<unsigned char>(k)) << k << " " << i;
+  EXPECT_EQ(pool.slab_bytes(), sj::kHugePageBytes);
+  if (have_thp()) EXPECT_NE(vm_flags_of(pieces[0]).find(" hg"), std::string::npos) << vm_flags_of(pieces[0]);
+  void* next = pool.allocate(kMin, 64);  // the slab is full: a second one
+  void* other = pool.allocate(4 * kMin, 64);  // another class: a slab of its own
+  EXPECT_EQ(pool.slab_bytes(), 3 * sj::kHugePageBytes);
+  EXPECT_NE(reinterpret_cast<uintptr_t>(next) & ~(uintptr_t{sj::kHugePageBytes} - 1), base);
+  for (size_t k = 0; k < per_slab; ++k) pool.free(pieces[k], kMin);
+  pool.free(next, kMin);
+  pool.free(other, 4 * kMin);
+  EXPECT_EQ(pool.held_bytes(), (per_slab + 1) * kMin + 4 * kMin);
+  pool.release();
+  EXPECT_EQ(pool.held_bytes(), 0u);
+  EXPECT_EQ(pool.slab_bytes(), 0u);
+}
+
+// A slab goes back to the system only when none of its pieces is in use or kept; a piece
+// dropped over the limit is cut again from its slab.
+TEST(BlockPool, ASlabGoesBackWhenNoPieceIsOut) {
+  BlockPool pool(kMin);  // keeps one piece
+  void* a = pool.allocate(kMin, 64);
+  void* b = pool.allocate(kMin, 64);
+  EXPECT_EQ(pool.slab_bytes(), sj::kHugePageBytes);
+  pool.free(a, kMin);
+  pool.free(b, kMin);  // a is dropped: back to its slab, which b still uses
+  EXPECT_EQ(pool.held_bytes(), kMin);
+  EXPECT_EQ(pool.slab_bytes(), sj::kHugePageBytes);
+  EXPECT_EQ(pool.allocate(kMin, 64), b);  // the kept one
+  EXPECT_EQ(pool.allocate(kMin, 64), a);  // cut again from the slab
+  EXPECT_EQ(pool.slab_bytes(), sj::kHugePageBytes);
+  pool.free(a, kMin);
+  pool.release();  // b is still in use
+  EXPECT_EQ(pool.slab_bytes(), sj::kHugePageBytes);
+  pool.free(b, kMin);
+  pool.release();
+  EXPECT_EQ(pool.slab_bytes(), 0u);
+  BlockPool off(0);  // a pool that keeps nothing cuts no slabs
+  void* p = off.allocate(kMin, 64);
+  EXPECT_EQ(off.slab_bytes(), 0u);
+  off.free(p, kMin);
 }
 
 // SPARSEJIT_HUGE_PAGES=off: fresh blocks are still 2 MiB-aligned, advised against huge pages
@@ -226,7 +288,7 @@ TEST(BlockPool, ThreadsAllocatingAndFreeingConcurrentlyNeverShareABlock) {
     threads.emplace_back([&, t] {
       std::mt19937 rng(t);
       for (int k = 0; k < 200; ++k) {
-        const size_t n = kMin / 2 + rng() % (4 * kMin);
+        const size_t n = kMin / 2 + rng() % (16 * kMin);  // small, slab pieces and huge blocks
         auto* p = static_cast<unsigned char*>(pool.allocate(n, 64));
         const unsigned char mark = static_cast<unsigned char>(t * 50 + k);
         std::memset(p, mark, n);
@@ -239,6 +301,8 @@ TEST(BlockPool, ThreadsAllocatingAndFreeingConcurrentlyNeverShareABlock) {
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
   EXPECT_LE(pool.held_bytes(), 64 * kMin);
+  pool.release();
+  EXPECT_EQ(pool.slab_bytes(), 0u);
 }
 
 // Through the C API: a destroyed result's block serves the next call's result, the results
