@@ -449,7 +449,8 @@ Tensor ewise_typed(const Tensor& At, const Tensor& Bt, const CoiterConfig& cfg, 
   const auto B = cs_view<I, V>(Bt);
   const Emitter<S, I, V> em(cfg, semiring);
   // A forced kernel or ISA (not the AVX-512 tiers) takes every pair it is long enough for.
-  const ewise::LongRoute route = ewise::long_pair_route(A, B, em.fast.first(), avx512_tiers(cfg));
+  const ewise::LongRoute route =
+      ewise::long_pair_route(A, B, em.fast.first(), ewise_samples_long_pairs(cfg, index_type_of<I>()));
   Tensor C = ewise::assemble_rows<I, V>(A, B, w, alloc, At.value_type,
                                         [](int64_t la, int64_t lb) { return std::min(la, lb); },
                                         [&](int64_t r0, int64_t r1, I* oc, V* ov, int64_t* ends) {
@@ -640,8 +641,9 @@ template int64_t coiter_batched_dot<int64_t, double>(const CsView<int64_t, doubl
                                                      const CsView<int64_t, double>&, const int64_t*, int64_t,
                                                      sj_semiring, const CoiterConfig&, double*);
 
-bool avx512_tiers(const CoiterConfig& cfg) {
-  return cfg.tiered && cfg.use_jit && jit::effective_spec(cfg.spec).isa == SJ_ISA_AVX512;
+bool ewise_samples_long_pairs(const CoiterConfig& cfg, IndexType it) {
+  return cfg.tiered && cfg.use_jit && jit::effective_spec(cfg.spec).isa == SJ_ISA_AVX512 && it == IndexType::I32 &&
+         intersect_avx512::available();
 }
 
 std::string describe(const CoiterConfig& cfg) {

@@ -143,10 +143,12 @@ int64_t coiter_batched_dot(const CsView<I, V>& left, const int64_t* ra, const Cs
                            const int64_t* rb, int64_t npairs, sj_semiring semiring, const CoiterConfig& cfg,
                            V* out);
 
-// Whether the config is the automatic kernel tiers resolved to AVX-512: the element-wise
-// multiply then keeps pairs up to 64 a side in the AVX-512 blocks and routes longer ones by a
-// sample of the call's matches (ewise::long_pair_route); otherwise by length alone.
-bool avx512_tiers(const CoiterConfig& cfg);
+// Whether the element-wise multiply of `it` coordinates under `cfg` keeps pairs up to 64 a
+// side in the AVX-512 blocks and routes longer ones by a sample of the call's matches
+// (ewise::long_pair_route): the automatic kernel tiers resolved to AVX-512, int32, blocks
+// available. Otherwise (a forced kernel or ISA, int64) pairs route by length alone. The one
+// test both the run and the explain text ask.
+bool ewise_samples_long_pairs(const CoiterConfig& cfg, IndexType it);
 
 // "n8 p111 native isa=avx512, fast lane at min(na,nb) >= 8, trim" for explain notes.
 std::string describe(const CoiterConfig& cfg);

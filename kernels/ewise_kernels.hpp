@@ -252,14 +252,14 @@ int64_t mult_rows(const CsView<I, V>& A, const CsView<I, V>& B, int64_t r0, int6
 // goes: the generated kernels and the compiled products may keep different NaN payloads of a
 // NaN * NaN, so a route that depended on where chunks start would make results depend on the
 // thread count (a row's payload may depend on the other rows of its call, not on threads).
-// `avx512_tiers`: the automatic kernel tiers, resolved to AVX-512 (a forced kernel or ISA
-// routes by length).
+// `sample`: kernels::ewise_samples_long_pairs (the automatic tiers on AVX-512; a forced kernel
+// or ISA routes by length).
 constexpr int64_t kLongMatchShare = 256;
 constexpr int64_t kRouteSampleRuns = 16, kRouteSampleRun = 64, kRouteSamplePairs = 32, kRouteSamplePrefix = 512;
 template <class I, class V>
-LongRoute long_pair_route(const CsView<I, V>& A, const CsView<I, V>& B, int64_t long_min, bool avx512_tiers) {
+LongRoute long_pair_route(const CsView<I, V>& A, const CsView<I, V>& B, int64_t long_min, bool sample) {
   if constexpr (std::is_same_v<I, int32_t>) {
-    if (!avx512_tiers || !intersect_avx512::available()) return LongRoute::ByLength;
+    if (!sample || !intersect_avx512::available()) return LongRoute::ByLength;
     if (long_min == std::numeric_limits<int64_t>::max()) return LongRoute::LongToBlocks;  // no kernel to send to
     const int64_t rows = A.outer;
     const int64_t budget = (A.nnz() + B.nnz()) / 8;
@@ -283,7 +283,7 @@ LongRoute long_pair_route(const CsView<I, V>& A, const CsView<I, V>& B, int64_t 
     return scanned > 0 && matched * kLongMatchShare >= scanned ? LongRoute::LongToGenerated
                                                                 : LongRoute::LongToBlocks;
   } else {
-    (void)A, (void)B, (void)long_min, (void)avx512_tiers;
+    (void)A, (void)B, (void)long_min, (void)sample;
     return LongRoute::ByLength;
   }
 }

@@ -103,7 +103,7 @@ class Merge final : public ScheduleImpl {
     if (op_ == SJ_OP_EWISE_MULT) {
       const kernels::CoiterConfig cfg = config_for(in);
       how += cat("; coiteration emit: ", kernels::describe(cfg));
-      if (kernels::avx512_tiers(cfg) && in.prepared.index_type == IndexType::I32 && intersect_avx512::available())
+      if (kernels::ewise_samples_long_pairs(cfg, in.prepared.index_type))
         how += "; on AVX-512 pairs up to 64 a side take the blocks, longer ones the emit kernel only where a sample of "
                "them matches often (else the blocks)";
     }

@@ -43,10 +43,11 @@ inline bool has_vp2intersect() {
 // went from 11.3-11.5 to 10.4-10.9 ms at one thread (the nest: 7.1-7.4 ms). (Compiled for both
 // features; the broadcast form uses only AVX-512F instructions.)
 //
-// block_mult_inline is the body, for row loops compiled for the same target
-// (ewise::mult_rows); block_mult the same as a function, for everything else.
-template <bool kVp2, class S, class V>
-[[gnu::target("avx512f,avx512vp2intersect"), gnu::always_inline]] inline int64_t block_mult_inline(
+// block_walk is the body, for row loops compiled for the same target (ewise::mult_rows):
+// block_mult_inline writes the matches, block_count only counts them. block_mult is the
+// writing walk as a function, for everything else.
+template <bool kVp2, bool kWrite, class S, class V>
+[[gnu::target("avx512f,avx512vp2intersect"), gnu::always_inline]] inline int64_t block_walk(
     const int32_t* ac, const V* av, int64_t la, const int32_t* bc, const V* bv, int64_t lb, int32_t* oc, V* ov) {
   const __m512i pad_a = _mm512_set1_epi32(-1), pad_b = _mm512_set1_epi32(-2);
   int64_t pa = 0, pb = 0, q = 0;
@@ -59,23 +60,31 @@ template <bool kVp2, class S, class V>
     if constexpr (kVp2) {
       __mmask16 hit_a, hit_b;
       _mm512_2intersect_epi32(va, vb, &hit_a, &hit_b);
-      for (uint32_t ha = hit_a, hb = hit_b; ha; ha &= ha - 1, hb &= hb - 1) {
-        const int a_lane = __builtin_ctz(ha), b_lane = __builtin_ctz(hb);
-        oc[q] = ac[pa + a_lane];
-        ov[q] = S::mul(av[pa + a_lane], bv[pb + b_lane]);
-        ++q;
+      if constexpr (kWrite) {
+        for (uint32_t ha = hit_a, hb = hit_b; ha; ha &= ha - 1, hb &= hb - 1) {
+          const int a_lane = __builtin_ctz(ha), b_lane = __builtin_ctz(hb);
+          oc[q] = ac[pa + a_lane];
+          ov[q] = S::mul(av[pa + a_lane], bv[pb + b_lane]);
+          ++q;
+        }
+      } else {
+        q += __builtin_popcount(hit_a);
       }
     } else {
       __mmask16 hit = 0;
       for (int64_t j = 0; j < nb; ++j)
         hit = static_cast<__mmask16>(hit | _mm512_cmpeq_epi32_mask(va, _mm512_set1_epi32(bc[pb + j])));
-      for (uint32_t h = hit; h; h &= h - 1) {
-        const int a_lane = __builtin_ctz(h);
-        const int32_t c = ac[pa + a_lane];
-        const int b_lane = __builtin_ctz(_mm512_mask_cmpeq_epi32_mask(mb, vb, _mm512_set1_epi32(c)));
-        oc[q] = c;
-        ov[q] = S::mul(av[pa + a_lane], bv[pb + b_lane]);
-        ++q;
+      if constexpr (kWrite) {
+        for (uint32_t h = hit; h; h &= h - 1) {
+          const int a_lane = __builtin_ctz(h);
+          const int32_t c = ac[pa + a_lane];
+          const int b_lane = __builtin_ctz(_mm512_mask_cmpeq_epi32_mask(mb, vb, _mm512_set1_epi32(c)));
+          oc[q] = c;
+          ov[q] = S::mul(av[pa + a_lane], bv[pb + b_lane]);
+          ++q;
+        }
+      } else {
+        q += __builtin_popcount(hit);
       }
     }
     // Advanced without a branch: which block ends first varies from block to block on rows of
@@ -87,36 +96,23 @@ template <bool kVp2, class S, class V>
   return q;
 }
 template <bool kVp2, class S, class V>
+[[gnu::target("avx512f,avx512vp2intersect"), gnu::always_inline]] inline int64_t block_mult_inline(
+    const int32_t* ac, const V* av, int64_t la, const int32_t* bc, const V* bv, int64_t lb, int32_t* oc, V* ov) {
+  return block_walk<kVp2, true, S>(ac, av, la, bc, bv, lb, oc, ov);
+}
+template <bool kVp2, class S, class V>
 [[gnu::target("avx512f,avx512vp2intersect")]] int64_t block_mult(const int32_t* ac, const V* av, int64_t la,
                                                                 const int32_t* bc, const V* bv, int64_t lb,
                                                                 int32_t* oc, V* ov) {
-  return block_mult_inline<kVp2, S>(ac, av, la, bc, bv, lb, oc, ov);
+  return block_walk<kVp2, true, S>(ac, av, la, bc, bv, lb, oc, ov);
 }
 
 // How many coordinates a[0, la) and b[0, lb) share, by the same blocks (nothing written).
+struct NoValues {};
 template <bool kVp2>
 [[gnu::target("avx512f,avx512vp2intersect")]] int64_t block_count(const int32_t* ac, int64_t la, const int32_t* bc,
                                                                  int64_t lb) {
-  const __m512i pad_a = _mm512_set1_epi32(-1), pad_b = _mm512_set1_epi32(-2);
-  int64_t pa = 0, pb = 0, n = 0;
-  while (pa < la && pb < lb) {
-    const int64_t na = la - pa < 16 ? la - pa : 16, nb = lb - pb < 16 ? lb - pb : 16;
-    const __m512i va = _mm512_mask_loadu_epi32(pad_a, static_cast<__mmask16>((uint32_t{1} << na) - 1), ac + pa);
-    const __m512i vb = _mm512_mask_loadu_epi32(pad_b, static_cast<__mmask16>((uint32_t{1} << nb) - 1), bc + pb);
-    __mmask16 hit = 0;
-    if constexpr (kVp2) {
-      __mmask16 hit_b;
-      _mm512_2intersect_epi32(va, vb, &hit, &hit_b);
-    } else {
-      for (int64_t j = 0; j < nb; ++j)
-        hit = static_cast<__mmask16>(hit | _mm512_cmpeq_epi32_mask(va, _mm512_set1_epi32(bc[pb + j])));
-    }
-    n += __builtin_popcount(hit);
-    const int32_t last_a = ac[pa + na - 1], last_b = bc[pb + nb - 1];
-    pa += na & -static_cast<int64_t>(last_a <= last_b);
-    pb += nb & -static_cast<int64_t>(last_b <= last_a);
-  }
-  return n;
+  return block_walk<kVp2, false, NoValues, double>(ac, nullptr, la, bc, nullptr, lb, nullptr, nullptr);
 }
 
 template <class S, class V>

@@ -11,6 +11,7 @@
 #include <bit>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "cache/kernel_cache.hpp"
+#include "kernels/ewise_kernels.hpp"
 #include "kernels/sparse_assembly.hpp"
 #include "kernels/spmspv_kernels.hpp"
 #include "sparsejit/sparsejit.h"
@@ -865,6 +867,54 @@ TEST(ParallelDeterminism, ElementWiseEverySchedule) {
     check_case({"mult search", SJ_OP_EWISE_MULT, ops, options(SJ_SCHEDULE_SEARCH, false, true)});
     check_case({"add inner", SJ_OP_EWISE_ADD, ops, options(SJ_SCHEDULE_INNER)});
     check_case({"add transpose", SJ_OP_EWISE_ADD, ops, options(SJ_SCHEDULE_TRANSPOSE, false, true)});
+  }
+}
+
+// NaN * NaN keeps one side's payload, and the generated kernels and the compiled products may
+// keep different sides. So the route of long pairs (generated kernel or AVX-512 blocks) is
+// decided once per call, never per chunk: here long rows sharing half their coordinates (the
+// kernel's route on AVX-512) and short rows (the blocks' or the merge's), with NaNs of distinct
+// payloads on both sides, must give the same bits at every thread count.
+TEST(ParallelDeterminism, ElementWiseNanPayloadsDoNotDependOnThreads) {
+  SplitSmallInputs split;
+  Rng rng(41);
+  const int64_t n = 600, cols = 4096;
+  sj::CsResult<int32_t, double> a, b;
+  a.outer = b.outer = n;
+  a.inner = b.inner = cols;
+  a.pos.push_back(0);
+  b.pos.push_back(0);
+  uint64_t payload = 1;
+  auto value = [&] {
+    if (rng.uniform01() < 0.3) return std::bit_cast<double>(0x7ff8000000000000ull | (payload++ & 0x7ffffull));
+    return rng.uniform01() + 0.5;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t len = i % 3 == 0 ? 300 : rng.uniform_int(0, 39);
+    for (int32_t c = 0; c < cols && static_cast<int64_t>(a.crd.size()) - a.pos.back() < len; c += 1 + static_cast<int32_t>(rng.uniform_int(0, 3))) {
+      const double u = rng.uniform01();
+      if (u < 0.6) a.crd.push_back(c), a.val.push_back(value());
+      if (u > 0.2) b.crd.push_back(c), b.val.push_back(value());
+    }
+    a.pos.push_back(static_cast<int64_t>(a.crd.size()));
+    b.pos.push_back(static_cast<int64_t>(b.crd.size()));
+  }
+  const sj::CsView<int32_t, double> av{n, cols, a.pos.data(), a.crd.data(), a.val.data()};
+  const sj::CsView<int32_t, double> bv{n, cols, b.pos.data(), b.crd.data(), b.val.data()};
+  if (sj::intersect_avx512::available())  // the long pairs go to the generated kernel
+    EXPECT_EQ(sj::ewise::long_pair_route(av, bv, 24, true), sj::ewise::LongRoute::LongToGenerated);
+  std::vector<Tensor> ops{T(a), T(b)};
+  for (sj_schedule s : {SJ_SCHEDULE_AUTO, SJ_SCHEDULE_INNER}) {
+    std::vector<Tensor> got;
+    for (int threads : kThreadCounts) {
+      sj::Plan plan(context(threads), sj::OpRequest{SJ_OP_EWISE_MULT, ops, options(s)});
+      got.push_back(plan.execute(ops));
+      EXPECT_TRUE(same_bits(got.front(), got.back())) << threads << " threads, schedule " << s;
+    }
+    const double* v = got.front().values.as<double>();
+    int64_t nans = 0;
+    for (int64_t k = 0; k < got.front().nnz(); ++k) nans += std::isnan(v[k]);
+    EXPECT_GT(nans, 100) << "the products include NaN * NaN and NaN * x";
   }
 }
 
