@@ -7,8 +7,9 @@
 // makes the steady state fault-free. Only the default allocator uses the pool; a host's own
 // allocator hooks are called for every block as before.
 //
-// Blocks have size classes: powers of two from kMinBlock, and over 512 KiB at least one 2 MiB
-// huge page (huge_pages.hpp: a fresh block then faults in once per 2 MiB). The classes from
+// Blocks have size classes: powers of two from kMinBlock, over 512 KiB at least one 2 MiB huge
+// page (huge_pages.hpp: a fresh block then faults in once per 2 MiB), and over 2 MiB quarter
+// steps of the power of two below, in whole huge pages. The classes from
 // kMinBlock to kMaxSlabBlock are pieces of 2 MiB huge-page slabs, one class to a slab: a first
 // call's mid-size arrays (a 400 KiB transposed copy, a 100 KiB row count) then cost one fault
 // per slab, not one per 4 KiB (~11 us each on this VM: 1.8 ms of mbeacxc's first A*A^T). A

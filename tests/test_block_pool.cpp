@@ -34,6 +34,21 @@ TEST(BlockPool, SizeClassesArePowersOfTwoFromTheMinimumBlock) {
   EXPECT_EQ(BlockPool::block_size(3 * kSlab / 2), sj::kHugePageBytes);
   EXPECT_EQ(BlockPool::block_size(sj::kHugePageBytes), sj::kHugePageBytes);
   EXPECT_EQ(BlockPool::block_size(sj::kHugePageBytes + 1), 2 * sj::kHugePageBytes);
+  // Over 2 MiB, quarter steps of the power of two below (at least a huge page).
+  constexpr size_t MiB = size_t(1) << 20;
+  EXPECT_EQ(BlockPool::block_size(5 * MiB), 6 * MiB);
+  EXPECT_EQ(BlockPool::block_size(8 * MiB), 8 * MiB);
+  EXPECT_EQ(BlockPool::block_size(8 * MiB + 1), 10 * MiB);
+  EXPECT_EQ(BlockPool::block_size(33 * MiB), 40 * MiB);
+  EXPECT_EQ(BlockPool::block_size(147 * MiB), 160 * MiB);
+  EXPECT_EQ(BlockPool::block_size(256 * MiB), 256 * MiB);
+  for (size_t b = 2 * MiB + 1; b < 600 * MiB; b += 7 * MiB + 12345) {
+    const size_t c = BlockPool::block_size(b);
+    EXPECT_GE(c, b);
+    EXPECT_EQ(c % sj::kHugePageBytes, 0u);
+    EXPECT_LE(c, b + std::max(sj::kHugePageBytes, b / 4)) << b;
+    EXPECT_EQ(BlockPool::block_size(c), c) << "a class is its own class";
+  }
 }
 
 // The VmFlags line of the mapping that holds `p`, from /proc/self/smaps ("" if not found).
