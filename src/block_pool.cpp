@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include "src/environment.hpp"
 #include "src/huge_pages.hpp"
 
@@ -89,7 +91,9 @@ void* BlockPool::allocate(size_t bytes, size_t align) {
       if (void* p = take_piece(block)) return p;
   }
   if (block < kMinBlock) return small_allocate(block, align);
-  if (slab_class(block)) {
+  // Without a context alive the global pool keeps nothing, so a slab would be cut and freed
+  // again on every block: those blocks are plain (drop() tells them from pieces).
+  if (slab_class(block) && !(needs_lease_ && live_leases_count.load(std::memory_order_relaxed) == 0)) {
     // A fresh slab, allocated outside the lock (its first huge page may be probed: ~0.1 ms).
     char* base = static_cast<char*>(huge_page_allocate(kHugePageBytes));
     if (!base) return nullptr;
@@ -118,25 +122,33 @@ void* BlockPool::take_piece(size_t block) {
   return nullptr;
 }
 
-char* BlockPool::return_piece(void* p) {
-  char* base = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(p) & ~(uintptr_t{kHugePageBytes} - 1));
+BlockPool::Kept BlockPool::drop(Kept k) {
+  if (!slab_class(k.bytes)) return k;
+  char* base = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(k.p) & ~(uintptr_t{kHugePageBytes} - 1));
   for (auto it = slabs_.begin(); it != slabs_.end(); ++it)
     if (it->base == base) {
-      const size_t k = static_cast<size_t>(static_cast<char*>(p) - base) / it->piece;
-      it->spare |= uint32_t{1} << k;
-      SJ_POISON(p, it->piece);
-      if (--it->out > 0) return nullptr;
-      slabs_.erase(it);
-      return base;
+      const size_t i = static_cast<size_t>(static_cast<char*>(k.p) - base) / it->piece;
+      if (--it->out == 0) {
+        slabs_.erase(it);
+        return {base, kHugePageBytes};
+      }
+      // Not resident while spare (under the lock: a spare piece may be cut again at once).
+#if defined(MADV_DONTNEED)
+      (void)madvise(k.p, it->piece, MADV_DONTNEED);
+#endif
+      it->spare |= uint32_t{1} << i;
+      SJ_POISON(k.p, it->piece);
+      return {nullptr, 0};
     }
-  return nullptr;  // not reached: every piece comes from a slab of this pool
+  return k;  // a plain block of a slab class (allocated with no context alive)
 }
 
 namespace {
-// A slab with no piece out goes back to the system.
-void free_slab(char* base) {
-  SJ_UNPOISON(base, kHugePageBytes);
-  std::free(base);
+// What drop() gives back to the system: a whole slab or a plain block.
+void free_dropped(void* p, size_t bytes) {
+  if (!p) return;
+  SJ_UNPOISON(p, bytes);
+  std::free(p);
 }
 }  // namespace
 
@@ -167,55 +179,39 @@ void BlockPool::free(void* p, size_t bytes) {
       std::free(p);
       return;
     }
-    char* slab = nullptr;
+    Kept back;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      slab = return_piece(p);
+      back = drop({p, block});
     }
-    if (slab) free_slab(slab);
+    free_dropped(back.p, back.bytes);
     return;
   }
   std::vector<Kept> dropped;  // freed outside the lock
-  std::vector<char*> slabs;
   {
     std::lock_guard<std::mutex> lock(mu_);
     while (held_ + block > limit_) {
       const Kept k = kept_.front();
       kept_.pop_front();
       held_ -= k.bytes;
-      if (!slab_class(k.bytes))
-        dropped.push_back(k);
-      else if (char* s = return_piece(k.p))
-        slabs.push_back(s);
+      dropped.push_back(drop(k));
     }
     kept_.push_back({p, block});
     held_ += block;
     SJ_POISON(p, block);
   }
-  for (const Kept& k : dropped) {
-    SJ_UNPOISON(k.p, k.bytes);
-    std::free(k.p);
-  }
-  for (char* s : slabs) free_slab(s);
+  for (const Kept& k : dropped) free_dropped(k.p, k.bytes);
 }
 
 void BlockPool::release() {
-  std::deque<Kept> kept;
-  std::vector<char*> slabs;
+  std::vector<Kept> dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    kept.swap(kept_);
+    for (const Kept& k : kept_) dropped.push_back(drop(k));
+    kept_.clear();
     held_ = 0;
-    for (const Kept& k : kept)
-      if (slab_class(k.bytes))
-        if (char* s = return_piece(k.p)) slabs.push_back(s);
   }
-  for (const Kept& k : kept)
-    if (!slab_class(k.bytes)) {
-      SJ_UNPOISON(k.p, k.bytes);
-      std::free(k.p);
-    }
-  for (char* s : slabs) free_slab(s);
+  for (const Kept& k : dropped) free_dropped(k.p, k.bytes);
 }
 
 size_t BlockPool::held_bytes() const {

@@ -12,11 +12,14 @@
 // steps of the power of two below, in whole huge pages. The classes from
 // kMinBlock to kMaxSlabBlock are pieces of 2 MiB huge-page slabs, one class to a slab: a first
 // call's mid-size arrays (a 400 KiB transposed copy, a 100 KiB row count) then cost one fault
-// per slab, not one per 4 KiB (~11 us each on this VM: 1.8 ms of mbeacxc's first A*A^T). A
-// slab goes back to the system once none of its pieces is in use or kept. The pool holds at
-// most `limit` bytes of capacity (SPARSEJIT_POOL_MB, default 256; 0 turns it off), dropping
-// the blocks freed longest ago when a new one would not fit (the latest call's blocks are the
-// ones the next call needs), and gives all of it back when the last context is destroyed.
+// per slab, not one per 4 KiB (~11 us each on this VM: 1.8 ms of mbeacxc's first A*A^T); so
+// only while a context lives and the class fits the limit (otherwise they are plain blocks).
+// A slab goes back to the system once none of its pieces is in use or kept; a spare piece of
+// a slab still in use is handed back with MADV_DONTNEED. The pool keeps at most `limit` bytes
+// of freed blocks (SPARSEJIT_POOL_MB, default 256; 0 turns it off), plus the uncut rest of at
+// most one slab per class (4 x 2 MiB), dropping the blocks freed longest ago when a new one
+// would not fit (the latest call's blocks are the ones the next call needs), and gives all of
+// it back when the last context is destroyed.
 // Pooled blocks are poisoned under ASan, so a use after sj_tensor_destroy is still reported.
 #pragma once
 #include <algorithm>
@@ -86,10 +89,12 @@ class BlockPool {
   };
   // Blocks of this size class are slab pieces (a pool too small to keep them has no slabs).
   bool slab_class(size_t block) const { return block >= kMinBlock && block <= kMaxSlabBlock && block <= limit_; }
-  // Under mu_: a spare piece of class `block` (null when no slab has one); a piece back to its
-  // slab, returning the slab's base when it now has no piece out (the caller frees it).
+  // Under mu_: a spare piece of class `block` (null when no slab has one).
   void* take_piece(size_t block);
-  char* return_piece(void* p);
+  // Under mu_: a block the pool lets go of. A piece goes back to its slab (its memory handed
+  // back to the system while spare); returned is what the caller must free outside the lock:
+  // the slab when none of its pieces is out any more, a block that is no piece, or nothing.
+  Kept drop(Kept k);
   mutable std::mutex mu_;
   size_t limit_;
   bool needs_lease_;

@@ -20,7 +20,7 @@ namespace {
 using sj::BlockPool;
 constexpr size_t kMin = BlockPool::kMinBlock;
 
-TEST(BlockPool, SizeClassesArePowersOfTwoFromTheMinimumBlock) {
+TEST(BlockPool, SizeClassesArePowersOfTwoThenHugePagesInQuarterSteps) {
   EXPECT_EQ(BlockPool::block_size(100), 100u);
   EXPECT_EQ(BlockPool::block_size(kMin - 64), kMin - 64);
   EXPECT_EQ(BlockPool::block_size(kMin), kMin);
@@ -158,6 +158,43 @@ TEST(BlockPool, ASlabGoesBackWhenNoPieceIsOut) {
   void* p = off.allocate(kMin, 64);
   EXPECT_EQ(off.slab_bytes(), 0u);
   off.free(p, kMin);
+}
+
+// A pool that keeps blocks only while a context lives (the global one): with none alive it
+// cuts no slab (it would be freed again at once); pieces freed after the last context went
+// back to their slab, and a plain block kept meanwhile is freed as one.
+TEST(BlockPool, WithoutAContextBlocksArePlainAndPiecesGoBack) {
+  if (BlockPool::live_leases() != 0) GTEST_SKIP() << "another context is alive";
+  BlockPool pool(64 * kMin, /*needs_lease=*/true);
+  void* a = nullptr;
+  void* b = nullptr;
+  {
+    BlockPool::Lease lease;
+    a = pool.allocate(kMin, 64);
+    b = pool.allocate(kMin, 64);
+    EXPECT_EQ(pool.slab_bytes(), sj::kHugePageBytes);
+    pool.free(a, kMin);  // kept
+    EXPECT_EQ(pool.held_bytes(), kMin);
+  }
+  pool.free(b, kMin);  // no context: back to its slab, which the kept a still holds
+  EXPECT_EQ(pool.slab_bytes(), sj::kHugePageBytes);
+  pool.release();
+  EXPECT_EQ(pool.slab_bytes(), 0u);
+  void* c = pool.allocate(kMin, 64);  // no context: a plain block
+  ASSERT_NE(c, nullptr);
+  std::memset(c, 1, kMin);
+  EXPECT_EQ(pool.slab_bytes(), 0u);
+  {
+    BlockPool::Lease lease;
+    pool.free(c, kMin);  // kept like any block of its class
+    EXPECT_EQ(pool.held_bytes(), kMin);
+    void* again = pool.allocate(kMin, 64);
+    EXPECT_EQ(again, c);
+    pool.free(again, kMin);
+  }
+  pool.release();  // freed as a plain block
+  EXPECT_EQ(pool.held_bytes(), 0u);
+  EXPECT_EQ(pool.slab_bytes(), 0u);
 }
 
 // SPARSEJIT_HUGE_PAGES=off: fresh blocks are still 2 MiB-aligned, advised against huge pages
@@ -353,7 +390,10 @@ TEST(BlockPool, ResultsOfRepeatedCallsReuseBlocksWhileAContextLives) {
   }
   sj_tensor_destroy(A);
   ASSERT_EQ(sj_context_destroy(ctx), SJ_OK);
-  if (only_context) EXPECT_EQ(BlockPool::global().held_bytes(), 0u);
+  if (only_context) {
+    EXPECT_EQ(BlockPool::global().held_bytes(), 0u);
+    EXPECT_EQ(BlockPool::global().slab_bytes(), 0u);
+  }
 }
 
 }  // namespace

@@ -872,9 +872,11 @@ TEST(ParallelDeterminism, ElementWiseEverySchedule) {
 
 // NaN * NaN keeps one side's payload, and the generated kernels and the compiled products may
 // keep different sides. So the route of long pairs (generated kernel or AVX-512 blocks) is
-// decided once per call, never per chunk: here long rows sharing half their coordinates (the
-// kernel's route on AVX-512) and short rows (the blocks' or the merge's), with NaNs of distinct
-// payloads on both sides, must give the same bits at every thread count.
+// decided once per call, from a sample of the whole call, never per chunk. The first half's
+// long rows share half their coordinates, the second half's one in 300 (a NaN on both sides):
+// a sample of the whole call (its first runs) picks the kernel, one of the second half alone
+// would pick the blocks. With short rows between and NaNs of distinct payloads, every thread
+// count must give the same bits.
 TEST(ParallelDeterminism, ElementWiseNanPayloadsDoNotDependOnThreads) {
   SplitSmallInputs split;
   Rng rng(41);
@@ -885,24 +887,36 @@ TEST(ParallelDeterminism, ElementWiseNanPayloadsDoNotDependOnThreads) {
   a.pos.push_back(0);
   b.pos.push_back(0);
   uint64_t payload = 1;
-  auto value = [&] {
-    if (rng.uniform01() < 0.3) return std::bit_cast<double>(0x7ff8000000000000ull | (payload++ & 0x7ffffull));
-    return rng.uniform01() + 0.5;
-  };
+  auto nan = [&] { return std::bit_cast<double>(0x7ff8000000000000ull | (payload++ & 0x7ffffull)); };
+  auto value = [&] { return rng.uniform01() < 0.3 ? nan() : rng.uniform01() + 0.5; };
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t len = i % 3 == 0 ? 300 : rng.uniform_int(0, 39);
-    for (int32_t c = 0; c < cols && static_cast<int64_t>(a.crd.size()) - a.pos.back() < len; c += 1 + static_cast<int32_t>(rng.uniform_int(0, 3))) {
-      const double u = rng.uniform01();
-      if (u < 0.6) a.crd.push_back(c), a.val.push_back(value());
-      if (u > 0.2) b.crd.push_back(c), b.val.push_back(value());
+    if (i % 3 == 0 && i >= n / 2) {  // 300 a side, A on even columns, B on odd, one shared
+      const int32_t shared = static_cast<int32_t>(2 * rng.uniform_int(0, 299));
+      for (int32_t c = 0; c < 600; ++c) {
+        if (c % 2 == 0) a.crd.push_back(c), a.val.push_back(c == shared ? nan() : value());
+        if (c % 2 == 1 || c == shared) b.crd.push_back(c), b.val.push_back(c == shared ? nan() : value());
+      }
+    } else {
+      const int64_t len = i % 3 == 0 ? 300 : rng.uniform_int(0, 39);
+      for (int32_t c = 0; c < cols && static_cast<int64_t>(a.crd.size()) - a.pos.back() < len;
+           c += 1 + static_cast<int32_t>(rng.uniform_int(0, 3))) {
+        const double u = rng.uniform01();
+        if (u < 0.6) a.crd.push_back(c), a.val.push_back(value());
+        if (u > 0.2) b.crd.push_back(c), b.val.push_back(value());
+      }
     }
     a.pos.push_back(static_cast<int64_t>(a.crd.size()));
     b.pos.push_back(static_cast<int64_t>(b.crd.size()));
   }
+  // Any kernel threshold up to 300 gives these routes (short rows never count as long).
   const sj::CsView<int32_t, double> av{n, cols, a.pos.data(), a.crd.data(), a.val.data()};
   const sj::CsView<int32_t, double> bv{n, cols, b.pos.data(), b.crd.data(), b.val.data()};
-  if (sj::intersect_avx512::available())  // the long pairs go to the generated kernel
+  const sj::CsView<int32_t, double> a2{n - n / 2, cols, a.pos.data() + n / 2, a.crd.data(), a.val.data()};
+  const sj::CsView<int32_t, double> b2{n - n / 2, cols, b.pos.data() + n / 2, b.crd.data(), b.val.data()};
+  if (sj::intersect_avx512::available()) {
     EXPECT_EQ(sj::ewise::long_pair_route(av, bv, 24, true), sj::ewise::LongRoute::LongToGenerated);
+    EXPECT_EQ(sj::ewise::long_pair_route(a2, b2, 24, true), sj::ewise::LongRoute::LongToBlocks);
+  }
   std::vector<Tensor> ops{T(a), T(b)};
   for (sj_schedule s : {SJ_SCHEDULE_AUTO, SJ_SCHEDULE_INNER}) {
     std::vector<Tensor> got;
