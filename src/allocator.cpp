@@ -22,7 +22,7 @@ void default_free(void* p, size_t size, void*) { BlockPool::global().free(p, siz
 // a malloc of its own: ~150 of the ~3,870 instructions of a tiny SpMSpV call, callgrind on
 // GD98_a; the control block of libstdc++ takes the 64 bytes exactly). Larger blocks
 // keep a separate control block: the header would push a pooled block of a power-of-two size
-// into the next size class (block_pool.hpp), so a block with a header stays under the pool's
+// into the next size class (block_pool.hpp), so a block with a header stays within the pool's
 // smallest class.
 constexpr size_t kHeader = kAlign;  // the control block, keeping the data aligned
 constexpr size_t kInBlockMax = BlockPool::kMinBlock - kHeader;

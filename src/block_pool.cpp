@@ -106,7 +106,9 @@ void* BlockPool::allocate(size_t bytes, size_t align) {
   }
   // From a huge page up, whole 2 MiB pages: one fault per 2 MiB on first touch (huge_pages.hpp).
   if (block >= kHugePageBytes) return huge_page_allocate(block);
-  return std::aligned_alloc(align, block);  // a class over the limit: powers of two >= kMinBlock
+  // A class over the limit, or a slab class with no context alive (which may be kept later
+  // and handed to any request of its class: so page-aligned, as pieces and huge blocks are).
+  return std::aligned_alloc(std::max<size_t>(align, 4096), block);
 }
 
 void* BlockPool::take_piece(size_t block) {

@@ -15,9 +15,10 @@
 // per slab, not one per 4 KiB (~11 us each on this VM: 1.8 ms of mbeacxc's first A*A^T); so
 // only while a context lives and the class fits the limit (otherwise they are plain blocks).
 // A slab goes back to the system once none of its pieces is in use or kept; a spare piece of
-// a slab still in use is handed back with MADV_DONTNEED. The pool keeps at most `limit` bytes
-// of freed blocks (SPARSEJIT_POOL_MB, default 256; 0 turns it off), plus the uncut rest of at
-// most one slab per class (4 x 2 MiB), dropping the blocks freed longest ago when a new one
+// a slab still in use leaves the resident set (MADV_DONTNEED: this splits the slab's huge page,
+// and happens only when pieces are dropped). The pool keeps at most `limit` bytes of freed
+// blocks (SPARSEJIT_POOL_MB, default 256; 0 turns it off), plus the uncut rest of one slab per
+// class (more only while threads cut fresh slabs at once), dropping the blocks freed longest ago when a new one
 // would not fit (the latest call's blocks are the ones the next call needs), and gives all of
 // it back when the last context is destroyed.
 // Pooled blocks are poisoned under ASan, so a use after sj_tensor_destroy is still reported.

@@ -873,7 +873,7 @@ TEST(ParallelDeterminism, ElementWiseEverySchedule) {
 // NaN * NaN keeps one side's payload, and the generated kernels and the compiled products may
 // keep different sides. So the route of long pairs (generated kernel or AVX-512 blocks) is
 // decided once per call, from a sample of the whole call, never per chunk. The first half's
-// long rows share half their coordinates, the second half's one in 300 (a NaN on both sides):
+// long rows share most of their coordinates, the second half's one in 300 (a NaN on both sides):
 // a sample of the whole call (its first runs) picks the kernel, one of the second half alone
 // would pick the blocks. With short rows between and NaNs of distinct payloads, every thread
 // count must give the same bits.
@@ -898,7 +898,8 @@ TEST(ParallelDeterminism, ElementWiseNanPayloadsDoNotDependOnThreads) {
       }
     } else {
       const int64_t len = i % 3 == 0 ? 300 : rng.uniform_int(0, 39);
-      for (int32_t c = 0; c < cols && static_cast<int64_t>(a.crd.size()) - a.pos.back() < len;
+      for (int32_t c = 0; c < cols && static_cast<int64_t>(a.crd.size()) - a.pos.back() < len &&
+                          static_cast<int64_t>(b.crd.size()) - b.pos.back() < len;
            c += 1 + static_cast<int32_t>(rng.uniform_int(0, 3))) {
         const double u = rng.uniform01();
         if (u < 0.6) a.crd.push_back(c), a.val.push_back(value());
