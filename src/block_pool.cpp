@@ -93,7 +93,7 @@ void* BlockPool::allocate(size_t bytes, size_t align) {
   if (block < kMinBlock) return small_allocate(block, align);
   // Without a context alive the global pool keeps nothing, so a slab would be cut and freed
   // again on every block: those blocks are plain (drop() tells them from pieces).
-  if (slab_class(block) && !(needs_lease_ && live_leases_count.load(std::memory_order_relaxed) == 0)) {
+  if (slab_class(block) && !keeps_nothing()) {
     // A fresh slab, allocated outside the lock (its first huge page may be probed: ~0.1 ms).
     char* base = static_cast<char*>(huge_page_allocate(kHugePageBytes));
     if (!base) return nullptr;
@@ -176,7 +176,7 @@ void BlockPool::free(void* p, size_t bytes) {
     small_free(p);
     return;
   }
-  if (block > limit_ || (needs_lease_ && live_leases_count.load(std::memory_order_relaxed) == 0)) {
+  if (block > limit_ || keeps_nothing()) {
     if (!slab_class(block)) {
       std::free(p);
       return;
@@ -219,6 +219,10 @@ void BlockPool::release() {
 size_t BlockPool::held_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return held_;
+}
+
+bool BlockPool::keeps_nothing() const {
+  return needs_lease_ && live_leases_count.load(std::memory_order_relaxed) == 0;
 }
 
 size_t BlockPool::slab_bytes() const {

@@ -18,9 +18,9 @@
 // a slab still in use leaves the resident set (MADV_DONTNEED: this splits the slab's huge page,
 // and happens only when pieces are dropped). The pool keeps at most `limit` bytes of freed
 // blocks (SPARSEJIT_POOL_MB, default 256; 0 turns it off), plus the uncut rest of one slab per
-// class (more only while threads cut fresh slabs at once), dropping the blocks freed longest ago when a new one
-// would not fit (the latest call's blocks are the ones the next call needs), and gives all of
-// it back when the last context is destroyed.
+// class (more only while threads cut fresh slabs at once), dropping the blocks freed longest
+// ago when a new one would not fit (the latest call's blocks are the ones the next call
+// needs), and gives all of it back when the last context is destroyed.
 // Pooled blocks are poisoned under ASan, so a use after sj_tensor_destroy is still reported.
 #pragma once
 #include <algorithm>
@@ -88,8 +88,11 @@ class BlockPool {
     uint32_t spare;  // pieces not handed out
     uint32_t out;    // pieces handed out: in use or kept
   };
-  // Blocks of this size class are slab pieces (a pool too small to keep them has no slabs).
+  // Blocks of this size class are cut from slabs while the pool keeps blocks (keeps_nothing()
+  // false); a pool too small to keep them has no slabs.
   bool slab_class(size_t block) const { return block >= kMinBlock && block <= kMaxSlabBlock && block <= limit_; }
+  // The global pool with no context alive: freed blocks are not kept and no slab is cut.
+  bool keeps_nothing() const;
   // Under mu_: a spare piece of class `block` (null when no slab has one).
   void* take_piece(size_t block);
   // Under mu_: a block the pool lets go of. A piece goes back to its slab (its memory handed

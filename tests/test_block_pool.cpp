@@ -29,7 +29,7 @@ TEST(BlockPool, SizeClassesArePowersOfTwoThenHugePagesInQuarterSteps) {
   constexpr size_t kSlab = BlockPool::kMaxSlabBlock;
   EXPECT_EQ(BlockPool::block_size(kSlab - 64), kSlab);
   EXPECT_EQ(BlockPool::block_size(kSlab), kSlab);
-  // Over 512 KiB a block is at least one huge page, then powers of two again.
+  // Over 512 KiB a block is at least one huge page.
   EXPECT_EQ(BlockPool::block_size(kSlab + 64), sj::kHugePageBytes);
   EXPECT_EQ(BlockPool::block_size(3 * kSlab / 2), sj::kHugePageBytes);
   EXPECT_EQ(BlockPool::block_size(sj::kHugePageBytes), sj::kHugePageBytes);
