@@ -192,15 +192,22 @@ void BlockPool::free(void* p, size_t bytes) {
   std::vector<Kept> dropped;  // freed outside the lock
   {
     std::lock_guard<std::mutex> lock(mu_);
-    while (held_ + block > limit_) {
-      const Kept k = kept_.front();
-      kept_.pop_front();
-      held_ -= k.bytes;
-      dropped.push_back(drop(k));
+    // Asked again under the lock: the last context may have ended since the test above, and
+    // its release() (which takes this lock after the count reached zero) would then have run
+    // already, leaving a block kept here for no context until the next one ends.
+    if (keeps_nothing()) {
+      dropped.push_back(drop({p, block}));
+    } else {
+      while (held_ + block > limit_) {
+        const Kept k = kept_.front();
+        kept_.pop_front();
+        held_ -= k.bytes;
+        dropped.push_back(drop(k));
+      }
+      kept_.push_back({p, block});
+      held_ += block;
+      SJ_POISON(p, block);
     }
-    kept_.push_back({p, block});
-    held_ += block;
-    SJ_POISON(p, block);
   }
   for (const Kept& k : dropped) free_dropped(k.p, k.bytes);
 }

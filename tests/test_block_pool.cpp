@@ -1,11 +1,13 @@
 // The pool of freed large blocks behind the default allocator (src/block_pool.hpp).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <random>
 #include <thread>
@@ -355,6 +357,45 @@ TEST(BlockPool, ThreadsAllocatingAndFreeingConcurrentlyNeverShareABlock) {
   EXPECT_LE(pool.held_bytes(), 64 * kMin);
   pool.release();
   EXPECT_EQ(pool.slab_bytes(), 0u);
+}
+
+// A block freed while the last context ends is either kept and then released with the rest, or
+// not kept: never left in the pool with no context alive (free() asks again under the lock;
+// asking only before it left the block of a free that lost the race kept until some later
+// context ended). The two threads are released at once, many times, to meet in that window.
+TEST(BlockPool, ABlockFreedAsTheLastContextEndsIsNotKept) {
+  if (BlockPool::live_leases() != 0) GTEST_SKIP() << "another context is alive";
+  BlockPool& pool = BlockPool::global();
+  if (pool.limit() < 64 * kMin) GTEST_SKIP() << "pool limited by SPARSEJIT_POOL_MB";
+  std::atomic<int> round{-1};
+  std::atomic<int> freed{-1};
+  void* block = nullptr;
+  size_t bytes = 0;
+  std::thread freer([&] {
+    for (int r = 0; r < 3000; ++r) {
+      while (round.load(std::memory_order_acquire) != r) {
+      }
+      for (volatile int spin = 0; spin < r % 97; spin = spin + 1) {  // sweeps the two threads' offset
+      }
+      pool.free(block, bytes);
+      freed.store(r, std::memory_order_release);
+    }
+  });
+  int kept_after = 0;
+  for (int r = 0; r < 3000; ++r) {
+    auto lease = std::make_unique<BlockPool::Lease>();
+    bytes = r % 2 ? kMin : 4 * sj::kHugePageBytes;  // a slab piece or a plain huge block
+    block = pool.allocate(bytes, 64);
+    ASSERT_NE(block, nullptr);
+    round.store(r, std::memory_order_release);
+    lease.reset();  // the last lease: releases the pool
+    while (freed.load(std::memory_order_acquire) != r) {
+    }
+    kept_after += pool.held_bytes() != 0 || pool.slab_bytes() != 0;
+    pool.release();  // so that one lost race does not count again
+  }
+  freer.join();
+  EXPECT_EQ(kept_after, 0) << "rounds that left a block kept with no context alive";
 }
 
 // Through the C API: a destroyed result's block serves the next call's result, the results
