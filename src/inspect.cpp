@@ -15,10 +15,19 @@ namespace {
 // 115k-row matrix cost ~2 ms, half of the product it planned for.
 constexpr int64_t kHistogram = 1024;
 
-// Row-length statistics of the lengths len(i), i in [0, s.rows), s.cols set (no length
-// exceeds it in a valid matrix, so the histogram need not be longer than cols + 1).
-template <class Len> void fill_length_stats(MatrixStats& s, Len len) {
-  const int64_t n = s.rows;
+// Calls row(i) for the rows of the sample: kSampleBlocks blocks of kSampleBlockRows, the
+// b-th from row b * rows / kSampleBlocks (disjoint when rows > kSampleBlocks * kSampleBlockRows).
+template <class Row> void for_sample_rows(int64_t rows, Row&& row) {
+  for (int64_t b = 0; b < kSampleBlocks; ++b) {
+    const int64_t r0 = b * rows / kSampleBlocks, r1 = std::min(rows, r0 + kSampleBlockRows);
+    for (int64_t i = r0; i < r1; ++i) row(i);
+  }
+}
+
+// Row-length statistics of the lengths len(k), k in [0, n) (every row, or a sample of them),
+// s.cols set (no length exceeds it in a valid matrix, so the histogram need not be longer than
+// cols + 1).
+template <class Len> void fill_length_stats(MatrixStats& s, int64_t n, Len len) {
   const int64_t h = std::min(s.cols, kHistogram - 1) + 1;
   // Four histograms, one per row mod 4, summed after: consecutive rows of equal length would
   // otherwise increment one counter back to back, each waiting for the last (store-to-load
@@ -71,7 +80,18 @@ MatrixStats matrix_stats(const Tensor& t, bool with_bandwidth) {
   if (s.rows > 0 && s.cols > 0) s.density = static_cast<double>(s.nnz) / s.rows / s.cols;
   if (s.rows == 0) return s;
   const int64_t* pos = t.levels[1].pos.as<int64_t>();
-  fill_length_stats(s, [pos](int64_t i) { return pos[i + 1] - pos[i]; });
+  if (s.rows <= kExactStatsRows) {
+    fill_length_stats(s, s.rows, [pos](int64_t i) { return pos[i + 1] - pos[i]; });
+  } else {
+    std::vector<int64_t> sample;
+    sample.reserve(kSampleBlocks * kSampleBlockRows);
+    for_sample_rows(s.rows, [&](int64_t i) { sample.push_back(pos[i + 1] - pos[i]); });
+    s.sampled_rows = static_cast<int64_t>(sample.size());
+    fill_length_stats(s, s.sampled_rows, [&sample](int64_t k) { return sample[static_cast<size_t>(k)]; });
+    s.empty_rows = static_cast<int64_t>(std::llround(static_cast<double>(s.empty_rows) * static_cast<double>(s.rows) /
+                                                     static_cast<double>(s.sampled_rows)));
+    s.row_mean = static_cast<double>(s.nnz) / static_cast<double>(s.rows);  // exact
+  }
   if (with_bandwidth) {
     s.bandwidth = 0;
     for (int64_t i = 0; i < s.rows; ++i)
@@ -95,7 +115,7 @@ MatrixStats transpose_stats(const Tensor& t) {
     for (int64_t p = 0; p < s.nnz; ++p) ++len[lv.crd.as<int32_t>()[p]];
   else
     for (int64_t p = 0; p < s.nnz; ++p) ++len[lv.crd.as<int64_t>()[p]];
-  fill_length_stats(s, [&len](int64_t i) { return len[static_cast<size_t>(i)]; });
+  fill_length_stats(s, s.rows, [&len](int64_t i) { return len[static_cast<size_t>(i)]; });
   return s;
 }
 
@@ -106,6 +126,25 @@ int64_t spgemm_flops(const Tensor& a, const Tensor& b) {
                                         : multiply_count(a.levels[1].crd.as<int64_t>(), n, bpos);
 }
 
+FlopsCount spgemm_flops_for_planning(const Tensor& a, const Tensor& b, bool exact_needed) {
+  const int64_t rows = a.dims[0];
+  if (exact_needed || a.nnz() <= kExactFlopsEntries || rows < 2 * kSampleBlocks * kSampleBlockRows)
+    return {static_cast<double>(spgemm_flops(a, b)), 0};
+  const int64_t* apos = a.levels[1].pos.as<int64_t>();
+  const int64_t* bpos = b.levels[1].pos.as<int64_t>();
+  int64_t flops = 0, entries = 0, sampled = 0;
+  for (int64_t b0 = 0; b0 < kSampleBlocks; ++b0) {  // each block's rows are one run of A's entries
+    const int64_t r0 = b0 * rows / kSampleBlocks, r1 = std::min(rows, r0 + kSampleBlockRows);
+    const int64_t p0 = apos[r0], n = apos[r1] - p0;
+    flops += a.index_type == IndexType::I32 ? multiply_count(a.levels[1].crd.as<int32_t>() + p0, n, bpos)
+                                            : multiply_count(a.levels[1].crd.as<int64_t>() + p0, n, bpos);
+    entries += n;
+    sampled += r1 - r0;
+  }
+  if (entries < kMinSampleEntries) return {static_cast<double>(spgemm_flops(a, b)), 0};
+  return {std::round(static_cast<double>(flops) / static_cast<double>(entries) * static_cast<double>(a.nnz())), sampled};
+}
+
 void write_json(JsonWriter& w, const MatrixStats& s) {
   w.begin_object()
       .field("rows", s.rows).field("cols", s.cols).field("nnz", s.nnz).field("density", s.density)
@@ -113,6 +152,7 @@ void write_json(JsonWriter& w, const MatrixStats& s) {
       .field("row_p50", s.row_p50).field("row_p90", s.row_p90).field("row_p99", s.row_p99)
       .field("row_max", s.row_max).field("empty_rows", s.empty_rows);
   if (s.bandwidth >= 0) w.field("bandwidth", s.bandwidth);
+  if (s.sampled_rows > 0) w.field("sampled_rows", s.sampled_rows);
   w.end_object();
 }
 

@@ -90,7 +90,11 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
   double flops = -1;
   if (op_ == SJ_OP_SPGEMM || op_ == SJ_OP_SPGEMM_MASKED) {
     const size_t a = op_ == SJ_OP_SPGEMM ? 0 : 1;
-    flops = static_cast<double>(spgemm_flops(prepared.operands[a], prepared.operands[a + 1]));
+    // Exact under a memory cap: there the count decides which schedules fit.
+    const FlopsCount c = spgemm_flops_for_planning(prepared.operands[a], prepared.operands[a + 1],
+                                                   /*exact_needed=*/ctx_.allocator.memory_cap() != 0);
+    flops = c.flops;
+    flops_sampled_rows_ = c.sampled_rows;
   }
   flops_ = flops;
   inspect_ms_ = ms_since(t0);
@@ -267,6 +271,7 @@ std::string Plan::explain() const {
   }
   w.end_array();
   if (flops_ >= 0) w.field("flops", flops_);
+  if (flops_sampled_rows_ > 0) w.field("flops_sampled_rows", flops_sampled_rows_);
   w.key("candidates").begin_array();
   for (auto& c : candidates_)
     w.begin_object().field("schedule", to_string(c.schedule)).field("estimated_cost", c.estimated_cost)
@@ -323,8 +328,13 @@ std::string Plan::explain_text() const {
                   (long long)s.rows, s.row_mean, s.row_stddev, (long long)s.row_p50, (long long)s.row_p90,
                   (long long)s.row_p99, (long long)s.row_max, (long long)s.empty_rows);
     out += line;
+    if (s.sampled_rows > 0)
+      out += cat("     (all but the mean from a sample of ", s.sampled_rows, " rows)\n");
   }
-  if (flops_ >= 0) out += cat("  multiplies (flops): ", static_cast<int64_t>(flops_), "\n");
+  if (flops_ >= 0)
+    out += cat("  multiplies (flops): ", static_cast<int64_t>(flops_),
+               flops_sampled_rows_ > 0 ? cat(" (estimated from ", flops_sampled_rows_, " of A's rows)") : std::string(),
+               "\n");
   out += "  candidates:\n";
   for (const Candidate& c : candidates_) {
     char line[512];

@@ -92,6 +92,7 @@ class Plan {
   std::vector<MatrixStats> stats_;  // the inspector's findings per operand
   std::vector<std::string> given_;  // each operand as the caller gave it (describe())
   double flops_ = -1;
+  int64_t flops_sampled_rows_ = 0;  // 0: flops_ is exact, else estimated from this many of A's rows
   IndexType index_type_ = IndexType::I32;  // the coordinate type planned for: executions keep it
   IndexType result_index_type_ = IndexType::I32;  // prepare()'s findings, fixed by the signatures
   ValueType value_type_ = ValueType::F64;

@@ -112,4 +112,59 @@ TEST(Inspect, MultiplyCountIsTheSumOfBRowLengthsOverAEntries) {
   }
 }
 
+// Past kExactStatsRows the length statistics come from the sample blocks; lengths i % 8 put
+// the same distribution in every block of 64 rows as in the whole matrix, so every statistic
+// of the sample equals the exact one (empty rows scaled up to the matrix).
+TEST(Inspect, ManyRowsAreSampledInBlocksWithTheMeanExact) {
+  std::vector<int64_t> len(20000);
+  for (size_t i = 0; i < len.size(); ++i) len[i] = static_cast<int64_t>(i % 8);
+  const sj::MatrixStats s = sj::matrix_stats(tensor_of(with_row_lengths(len, 100)));
+  EXPECT_EQ(s.sampled_rows, sj::kSampleBlocks * sj::kSampleBlockRows);
+  expect_stats_of(s, len);
+  // A sample is a sample: a long row outside its blocks is not seen (row 100 is in none:
+  // they start at multiples of 20000 / 64 = 312.5), but the mean still counts it.
+  len[100] = 90;
+  const sj::MatrixStats t = sj::matrix_stats(tensor_of(with_row_lengths(len, 100)));
+  EXPECT_EQ(t.row_max, 7);
+  EXPECT_NEAR(t.row_mean, (3.5 * 20000 - 4 + 90) / 20000, 1e-12);
+  // At the threshold every row is counted.
+  len.assign(sj::kExactStatsRows, 3);
+  len[100] = 90;
+  const sj::MatrixStats u = sj::matrix_stats(tensor_of(with_row_lengths(len, 100)));
+  EXPECT_EQ(u.sampled_rows, 0);
+  expect_stats_of(u, len);
+}
+
+TEST(Inspect, PlanningMultiplyCountIsExactWhenCheapOrNeededElseSampled) {
+  sj::test::Rng rng(7);
+  // Small: exact.
+  const auto small = sj::test::random_matrix<int32_t, double>(rng, 300, 300);
+  const sj::FlopsCount c0 = sj::spgemm_flops_for_planning(tensor_of(small), tensor_of(small), false);
+  EXPECT_EQ(c0.sampled_rows, 0);
+  EXPECT_EQ(c0.flops, static_cast<double>(sj::spgemm_flops(tensor_of(small), tensor_of(small))));
+  // 30000 rows of 1-15 entries (~240k): estimated from the sample blocks, close to the count.
+  std::vector<int64_t> len(30000);
+  for (auto& l : len) l = rng.uniform_int(1, 15);
+  const sj::Tensor a = tensor_of(with_row_lengths(len, 30000));
+  std::vector<int64_t> blen(30000);
+  for (auto& l : blen) l = rng.uniform_int(0, 30);
+  const sj::Tensor b = tensor_of(with_row_lengths(blen, 30000));
+  const double exact = static_cast<double>(sj::spgemm_flops(a, b));
+  const sj::FlopsCount c1 = sj::spgemm_flops_for_planning(a, b, false);
+  EXPECT_EQ(c1.sampled_rows, sj::kSampleBlocks * sj::kSampleBlockRows);
+  EXPECT_NEAR(c1.flops, exact, 0.05 * exact);
+  EXPECT_NE(c1.flops, exact);  // (a sample, not the count: fails if the exact path ran)
+  // Under a memory cap the caller asks for the exact count.
+  const sj::FlopsCount c2 = sj::spgemm_flops_for_planning(a, b, true);
+  EXPECT_EQ(c2.sampled_rows, 0);
+  EXPECT_EQ(c2.flops, exact);
+  // Blocks holding too few entries to estimate from: exact. 70000 entries in rows no block holds.
+  std::vector<int64_t> sparse_len(30000, 0);
+  for (int r = 0; r < 10; ++r) sparse_len[200 + 468 * r] = 7000;
+  const sj::Tensor s = tensor_of(with_row_lengths(sparse_len, 30000));
+  const sj::FlopsCount c3 = sj::spgemm_flops_for_planning(s, b, false);
+  EXPECT_EQ(c3.sampled_rows, 0);
+  EXPECT_EQ(c3.flops, static_cast<double>(sj::spgemm_flops(s, b)));
+}
+
 }  // namespace
