@@ -15,12 +15,13 @@ namespace {
 // 115k-row matrix cost ~2 ms, half of the product it planned for.
 constexpr int64_t kHistogram = 1024;
 
-// Calls row(i) for the rows of the sample: kSampleBlocks blocks of kSampleBlockRows, the
-// b-th from row b * rows / kSampleBlocks (disjoint when rows > kSampleBlocks * kSampleBlockRows).
-template <class Row> void for_sample_rows(int64_t rows, Row&& row) {
+// Calls block(r0, r1) for the rows [r0, r1) of each block of the sample: kSampleBlocks blocks
+// of kSampleBlockRows, the b-th from row b * rows / kSampleBlocks (disjoint when rows >
+// kSampleBlocks * kSampleBlockRows).
+template <class Block> void for_sample_blocks(int64_t rows, Block&& block) {
   for (int64_t b = 0; b < kSampleBlocks; ++b) {
-    const int64_t r0 = b * rows / kSampleBlocks, r1 = std::min(rows, r0 + kSampleBlockRows);
-    for (int64_t i = r0; i < r1; ++i) row(i);
+    const int64_t r0 = b * rows / kSampleBlocks;
+    block(r0, std::min(rows, r0 + kSampleBlockRows));
   }
 }
 
@@ -85,7 +86,9 @@ MatrixStats matrix_stats(const Tensor& t, bool with_bandwidth) {
   } else {
     std::vector<int64_t> sample;
     sample.reserve(kSampleBlocks * kSampleBlockRows);
-    for_sample_rows(s.rows, [&](int64_t i) { sample.push_back(pos[i + 1] - pos[i]); });
+    for_sample_blocks(s.rows, [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0; i < r1; ++i) sample.push_back(pos[i + 1] - pos[i]);
+    });
     s.sampled_rows = static_cast<int64_t>(sample.size());
     fill_length_stats(s, s.sampled_rows, [&sample](int64_t k) { return sample[static_cast<size_t>(k)]; });
     s.empty_rows = static_cast<int64_t>(std::llround(static_cast<double>(s.empty_rows) * static_cast<double>(s.rows) /
@@ -133,14 +136,13 @@ FlopsCount spgemm_flops_for_planning(const Tensor& a, const Tensor& b, bool exac
   const int64_t* apos = a.levels[1].pos.as<int64_t>();
   const int64_t* bpos = b.levels[1].pos.as<int64_t>();
   int64_t flops = 0, entries = 0, sampled = 0;
-  for (int64_t b0 = 0; b0 < kSampleBlocks; ++b0) {  // each block's rows are one run of A's entries
-    const int64_t r0 = b0 * rows / kSampleBlocks, r1 = std::min(rows, r0 + kSampleBlockRows);
+  for_sample_blocks(rows, [&](int64_t r0, int64_t r1) {  // a block's rows are one run of A's entries
     const int64_t p0 = apos[r0], n = apos[r1] - p0;
     flops += a.index_type == IndexType::I32 ? multiply_count(a.levels[1].crd.as<int32_t>() + p0, n, bpos)
                                             : multiply_count(a.levels[1].crd.as<int64_t>() + p0, n, bpos);
     entries += n;
     sampled += r1 - r0;
-  }
+  });
   if (entries < kMinSampleEntries) return {static_cast<double>(spgemm_flops(a, b)), 0};
   return {std::round(static_cast<double>(flops) / static_cast<double>(entries) * static_cast<double>(a.nnz())), sampled};
 }
