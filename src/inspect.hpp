@@ -31,7 +31,10 @@ inline constexpr int64_t kSampleBlocks = 64, kSampleBlockRows = 64;
 MatrixStats matrix_stats(const Tensor& csr, bool with_bandwidth = true);
 
 // Statistics of the transpose of a CSR matrix (its column lengths), without transposing:
-// one pass over the coordinates. For deferred transposes (element-wise B^T).
+// one pass over the coordinates. For deferred transposes (element-wise B^T). Past
+// kExactTransposeRows columns the length statistics but the mean come from the columns of
+// evenly spaced blocks of 64 (sampled_rows says how many).
+inline constexpr int64_t kExactTransposeRows = 8192;
 MatrixStats transpose_stats(const Tensor& csr);
 
 // Exact multiply count of the Gustavson SpGEMM A*B (A, B CSR): sum over A's entries (i,k)

@@ -135,6 +135,34 @@ TEST(Inspect, ManyRowsAreSampledInBlocksWithTheMeanExact) {
   expect_stats_of(u, len);
 }
 
+// Past kExactTransposeRows columns the column lengths come from every stride-th block of 64
+// columns: with lengths j % 8 each block has the whole's distribution, so the statistics are
+// exact; the last sampled block is cut at the matrix's edge (20000 = 39 * 8 * 64 + 32).
+TEST(Inspect, TransposeStatsOfManyColumnsAreSampledInBlocks) {
+  const int64_t cols = 20000;
+  CsResult<int32_t, double> m;
+  m.outer = 9;
+  m.inner = cols;
+  m.pos.push_back(0);
+  for (int64_t i = 0; i < m.outer; ++i) {
+    for (int64_t j = 0; j < cols; ++j)
+      if (j % 8 > i || (i == 8 && j == 100)) m.crd.push_back(static_cast<int32_t>(j)), m.val.push_back(1.0);
+    m.pos.push_back(static_cast<int64_t>(m.crd.size()));
+  }
+  std::vector<int64_t> col_len(cols);
+  for (int32_t j : m.crd) ++col_len[static_cast<size_t>(j)];
+  const sj::MatrixStats s = sj::transpose_stats(tensor_of(m));
+  EXPECT_EQ(s.sampled_rows, 39 * 64 + 32);
+  EXPECT_EQ(s.nnz, static_cast<int64_t>(m.crd.size()));
+  // Column 100 (length 5 with row 8's entry; in no sampled block: they start at multiples of
+  // 8 * 64) counts only in the mean, which is exact.
+  EXPECT_NEAR(s.row_mean, static_cast<double>(m.crd.size()) / cols, 1e-12);
+  col_len[100] = 100 % 8;
+  sj::MatrixStats without = s;
+  without.row_mean = (static_cast<double>(m.crd.size()) - 1) / cols;
+  expect_stats_of(without, col_len);
+}
+
 TEST(Inspect, PlanningMultiplyCountIsExactWhenCheapOrNeededElseSampled) {
   sj::test::Rng rng(7);
   // Small: exact.
