@@ -20,7 +20,7 @@ struct PlanInputs {
   const OpRequest& req;
   const PreparedOperands& prepared;     // CSR / vector forms of the operands
   const std::vector<MatrixStats>& stats;  // per operand; rows = 0 for vectors
-  double flops = -1;                    // SpGEMM multiply count (exact), -1 when not SpGEMM
+  double flops = -1;                    // SpGEMM multiply count (exact, or estimated on large A: src/inspect.hpp), -1 when not SpGEMM
   const Context& ctx;
 };
 

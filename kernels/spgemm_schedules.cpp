@@ -3,7 +3,7 @@
 //
 // COST MODELS (nanoseconds of one whole call, single thread, as the benchmark measures it:
 // the C API, plan execution and result allocation included). Notation, from the inspector:
-// F = exact multiply count of A*B (PlanInputs::flops); nA = nnz of A; rA = rows of A; cB =
+// F = multiply count of A*B (PlanInputs::flops; estimated on large A); nA = nnz of A; rA = rows of A; cB =
 // columns of B; nB = nnz of B; nM = nnz of the mask.
 //
 //   gustavson-dense (SpGEMM):   T = C0 + Cnnz*nA + Cacc(cB)*F

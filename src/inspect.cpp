@@ -73,7 +73,7 @@ template <class Len> void fill_length_stats(MatrixStats& s, int64_t n, Len len) 
 
 }  // namespace
 
-MatrixStats matrix_stats(const Tensor& t, bool with_bandwidth) {
+MatrixStats matrix_stats(const Tensor& t, bool with_bandwidth, bool may_sample) {
   if (!is_csr(t)) fail(SJ_ERR_INTERNAL, "matrix_stats needs CSR, got ", t.describe());
   MatrixStats s;
   s.rows = t.dims[0];
@@ -82,7 +82,7 @@ MatrixStats matrix_stats(const Tensor& t, bool with_bandwidth) {
   if (s.rows > 0 && s.cols > 0) s.density = static_cast<double>(s.nnz) / s.rows / s.cols;
   if (s.rows == 0) return s;
   const int64_t* pos = t.levels[1].pos.as<int64_t>();
-  if (s.rows <= kExactStatsRows) {
+  if (!may_sample || s.rows <= kExactStatsRows) {
     fill_length_stats(s, s.rows, [pos](int64_t i) { return pos[i + 1] - pos[i]; });
   } else {
     std::vector<int64_t> sample;
@@ -119,7 +119,7 @@ template <class Slot> void count_coordinates(const Tensor& t, std::vector<int64_
 }
 }  // namespace
 
-MatrixStats transpose_stats(const Tensor& t) {
+MatrixStats transpose_stats(const Tensor& t, bool may_sample) {
   if (!is_csr(t)) fail(SJ_ERR_INTERNAL, "transpose_stats needs CSR, got ", t.describe());
   MatrixStats s;
   s.rows = t.dims[1];
@@ -127,7 +127,7 @@ MatrixStats transpose_stats(const Tensor& t) {
   s.nnz = t.nnz();
   if (s.rows > 0 && s.cols > 0) s.density = static_cast<double>(s.nnz) / s.rows / s.cols;
   if (s.rows == 0) return s;
-  if (s.rows <= kExactTransposeRows) {  // one counter per column
+  if (!may_sample || s.rows <= kExactTransposeRows) {  // one counter per column
     std::vector<int64_t> len(static_cast<size_t>(s.rows), 0);
     count_coordinates(t, len, [](int64_t j) { return j; });
     fill_length_stats(s, s.rows, [&len](int64_t i) { return len[static_cast<size_t>(i)]; });
@@ -163,9 +163,9 @@ int64_t spgemm_flops(const Tensor& a, const Tensor& b) {
                                         : multiply_count(a.levels[1].crd.as<int64_t>(), n, bpos);
 }
 
-FlopsCount spgemm_flops_for_planning(const Tensor& a, const Tensor& b, bool exact_needed) {
+FlopsCount spgemm_flops_for_planning(const Tensor& a, const Tensor& b) {
   const int64_t rows = a.dims[0];
-  if (exact_needed || a.nnz() <= kExactFlopsEntries || rows < 2 * kSampleBlocks * kSampleBlockRows)
+  if (a.nnz() <= kExactFlopsEntries || rows < 2 * kSampleBlocks * kSampleBlockRows)
     return {static_cast<double>(spgemm_flops(a, b)), 0};
   const int64_t* apos = a.levels[1].pos.as<int64_t>();
   const int64_t* bpos = b.levels[1].pos.as<int64_t>();

@@ -73,13 +73,18 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
     MatrixStats s;
     if (t.order == 2 && is_csr(t)) {
       const bool deferred = i == 1 && prepared.b_transpose_deferred;  // t is B, the stats are B^T's
-      auto compute = [&] { return deferred ? transpose_stats(t) : matrix_stats(t, /*with_bandwidth=*/false); };
+      auto compute = [&] {
+        return deferred ? transpose_stats(t, /*may_sample=*/true) : matrix_stats(t, /*with_bandwidth=*/false, /*may_sample=*/true);
+      };
       const Tensor& src = req.operands[i];
       bool transposed = (i == 0 && op_ != SJ_OP_SPGEMM_MASKED && options_.transpose_a) ||
                         (op_ == SJ_OP_SPGEMM_MASKED && i == 1 && options_.transpose_a) ||
                         (op_ == SJ_OP_SPGEMM_MASKED && i == 2 && options_.transpose_b) ||
                         (op_ != SJ_OP_SPGEMM_MASKED && i == 1 && options_.transpose_b);
-      s = src.derived ? *src.derived->fact<MatrixStats>(transposed ? "stats/transposed" : "stats", compute) : compute();
+      // A deferred B^T's statistics are sampled another way than a built one's (columns, not
+      // rows): kept apart, so that neither depends on which operation met the handle first.
+      const char* key = deferred ? "stats/transposed/deferred" : transposed ? "stats/transposed" : "stats";
+      s = src.derived ? *src.derived->fact<MatrixStats>(key, compute) : compute();
     } else {
       s.rows = 0;
       s.nnz = t.nnz();
@@ -90,9 +95,7 @@ Plan::Plan(const Context& ctx, OpRequest req) : ctx_(ctx), op_(req.op), options_
   double flops = -1;
   if (op_ == SJ_OP_SPGEMM || op_ == SJ_OP_SPGEMM_MASKED) {
     const size_t a = op_ == SJ_OP_SPGEMM ? 0 : 1;
-    // Exact under a memory cap: there the count decides which schedules fit.
-    const FlopsCount c = spgemm_flops_for_planning(prepared.operands[a], prepared.operands[a + 1],
-                                                   /*exact_needed=*/ctx_.allocator.memory_cap() != 0);
+    const FlopsCount c = spgemm_flops_for_planning(prepared.operands[a], prepared.operands[a + 1]);
     flops = c.flops;
     flops_sampled_rows_ = c.sampled_rows;
   }

@@ -367,31 +367,36 @@ TEST(BlockPool, ABlockFreedAsTheLastContextEndsIsNotKept) {
   if (BlockPool::live_leases() != 0) GTEST_SKIP() << "another context is alive";
   BlockPool& pool = BlockPool::global();
   if (pool.limit() < 64 * kMin) GTEST_SKIP() << "pool limited by SPARSEJIT_POOL_MB";
+  constexpr int kRounds = 3000;
+  const size_t held0 = pool.held_bytes(), slabs0 = pool.slab_bytes();  // (blocks others still use)
   std::atomic<int> round{-1};
   std::atomic<int> freed{-1};
   void* block = nullptr;
   size_t bytes = 0;
   std::thread freer([&] {
-    for (int r = 0; r < 3000; ++r) {
-      while (round.load(std::memory_order_acquire) != r) {
-      }
-      for (volatile int spin = 0; spin < r % 97; spin = spin + 1) {  // sweeps the two threads' offset
-      }
+    for (int r = 0; r < kRounds; ++r) {
+      int seen;
+      while ((seen = round.load(std::memory_order_acquire)) < r) std::this_thread::yield();
+      if (seen == kRounds) return;  // stopped early
+      for (int spin = 0; spin < r % 97; ++spin) asm volatile("");  // sweeps the two threads' offset
       pool.free(block, bytes);
       freed.store(r, std::memory_order_release);
     }
   });
   int kept_after = 0;
-  for (int r = 0; r < 3000; ++r) {
+  for (int r = 0; r < kRounds; ++r) {
     auto lease = std::make_unique<BlockPool::Lease>();
     bytes = r % 2 ? kMin : 4 * sj::kHugePageBytes;  // a slab piece or a plain huge block
     block = pool.allocate(bytes, 64);
-    ASSERT_NE(block, nullptr);
+    if (!block) {
+      ADD_FAILURE() << "out of memory in round " << r;
+      round.store(kRounds, std::memory_order_release);
+      break;
+    }
     round.store(r, std::memory_order_release);
     lease.reset();  // the last lease: releases the pool
-    while (freed.load(std::memory_order_acquire) != r) {
-    }
-    kept_after += pool.held_bytes() != 0 || pool.slab_bytes() != 0;
+    while (freed.load(std::memory_order_acquire) != r) std::this_thread::yield();
+    kept_after += pool.held_bytes() != held0 || pool.slab_bytes() != slabs0;
     pool.release();  // so that one lost race does not count again
   }
   freer.join();

@@ -118,21 +118,29 @@ TEST(Inspect, MultiplyCountIsTheSumOfBRowLengthsOverAEntries) {
 TEST(Inspect, ManyRowsAreSampledInBlocksWithTheMeanExact) {
   std::vector<int64_t> len(20000);
   for (size_t i = 0; i < len.size(); ++i) len[i] = static_cast<int64_t>(i % 8);
-  const sj::MatrixStats s = sj::matrix_stats(tensor_of(with_row_lengths(len, 100)));
+  const sj::MatrixStats s = sj::matrix_stats(tensor_of(with_row_lengths(len, 100)), false, /*may_sample=*/true);
   EXPECT_EQ(s.sampled_rows, sj::kSampleBlocks * sj::kSampleBlockRows);
   expect_stats_of(s, len);
+  // Without may_sample (sparsejit inspect) every row counts.
+  const sj::MatrixStats e = sj::matrix_stats(tensor_of(with_row_lengths(len, 100)));
+  EXPECT_EQ(e.sampled_rows, 0);
+  expect_stats_of(e, len);
   // A sample is a sample: a long row outside its blocks is not seen (row 100 is in none:
   // they start at multiples of 20000 / 64 = 312.5), but the mean still counts it.
   len[100] = 90;
-  const sj::MatrixStats t = sj::matrix_stats(tensor_of(with_row_lengths(len, 100)));
+  const sj::MatrixStats t = sj::matrix_stats(tensor_of(with_row_lengths(len, 100)), false, true);
   EXPECT_EQ(t.row_max, 7);
+  EXPECT_EQ(sj::matrix_stats(tensor_of(with_row_lengths(len, 100))).row_max, 90);
   EXPECT_NEAR(t.row_mean, (3.5 * 20000 - 4 + 90) / 20000, 1e-12);
-  // At the threshold every row is counted.
+  // At the threshold every row is counted; one row past it, the whole sample of full blocks.
   len.assign(sj::kExactStatsRows, 3);
   len[100] = 90;
-  const sj::MatrixStats u = sj::matrix_stats(tensor_of(with_row_lengths(len, 100)));
+  const sj::MatrixStats u = sj::matrix_stats(tensor_of(with_row_lengths(len, 100)), false, true);
   EXPECT_EQ(u.sampled_rows, 0);
   expect_stats_of(u, len);
+  len.push_back(3);
+  EXPECT_EQ(sj::matrix_stats(tensor_of(with_row_lengths(len, 100)), false, true).sampled_rows,
+            sj::kSampleBlocks * sj::kSampleBlockRows);
 }
 
 // Past kExactTransposeRows columns the column lengths come from every stride-th block of 64
@@ -151,8 +159,9 @@ TEST(Inspect, TransposeStatsOfManyColumnsAreSampledInBlocks) {
   }
   std::vector<int64_t> col_len(cols);
   for (int32_t j : m.crd) ++col_len[static_cast<size_t>(j)];
-  const sj::MatrixStats s = sj::transpose_stats(tensor_of(m));
+  const sj::MatrixStats s = sj::transpose_stats(tensor_of(m), /*may_sample=*/true);
   EXPECT_EQ(s.sampled_rows, 39 * 64 + 32);
+  EXPECT_EQ(sj::transpose_stats(tensor_of(m)).sampled_rows, 0);
   EXPECT_EQ(s.nnz, static_cast<int64_t>(m.crd.size()));
   // Column 100 (length 5 with row 8's entry; in no sampled block: they start at multiples of
   // 8 * 64) counts only in the mean, which is exact.
@@ -161,13 +170,24 @@ TEST(Inspect, TransposeStatsOfManyColumnsAreSampledInBlocks) {
   sj::MatrixStats without = s;
   without.row_mean = (static_cast<double>(m.crd.size()) - 1) / cols;
   expect_stats_of(without, col_len);
+  // One column past the threshold: 129 blocks, every 4th sampled, the last of them 1 column.
+  CsResult<int32_t, double> one;
+  one.outer = 1;
+  one.inner = sj::kExactTransposeRows + 1;
+  one.pos = {0, one.inner};
+  for (int64_t j = 0; j < one.inner; ++j) one.crd.push_back(static_cast<int32_t>(j)), one.val.push_back(1.0);
+  const sj::MatrixStats o = sj::transpose_stats(tensor_of(one), true);
+  EXPECT_EQ(o.sampled_rows, 32 * 64 + 1);
+  EXPECT_EQ(o.row_min, 1);
+  EXPECT_EQ(o.row_max, 1);
+  EXPECT_EQ(o.empty_rows, 0);
 }
 
-TEST(Inspect, PlanningMultiplyCountIsExactWhenCheapOrNeededElseSampled) {
+TEST(Inspect, PlanningMultiplyCountIsExactWhenCheapElseSampled) {
   sj::test::Rng rng(7);
   // Small: exact.
   const auto small = sj::test::random_matrix<int32_t, double>(rng, 300, 300);
-  const sj::FlopsCount c0 = sj::spgemm_flops_for_planning(tensor_of(small), tensor_of(small), false);
+  const sj::FlopsCount c0 = sj::spgemm_flops_for_planning(tensor_of(small), tensor_of(small));
   EXPECT_EQ(c0.sampled_rows, 0);
   EXPECT_EQ(c0.flops, static_cast<double>(sj::spgemm_flops(tensor_of(small), tensor_of(small))));
   // 30000 rows of 1-15 entries (~240k): estimated from the sample blocks, close to the count.
@@ -178,19 +198,26 @@ TEST(Inspect, PlanningMultiplyCountIsExactWhenCheapOrNeededElseSampled) {
   for (auto& l : blen) l = rng.uniform_int(0, 30);
   const sj::Tensor b = tensor_of(with_row_lengths(blen, 30000));
   const double exact = static_cast<double>(sj::spgemm_flops(a, b));
-  const sj::FlopsCount c1 = sj::spgemm_flops_for_planning(a, b, false);
+  const sj::FlopsCount c1 = sj::spgemm_flops_for_planning(a, b);
   EXPECT_EQ(c1.sampled_rows, sj::kSampleBlocks * sj::kSampleBlockRows);
   EXPECT_NEAR(c1.flops, exact, 0.05 * exact);
   EXPECT_NE(c1.flops, exact);  // (a sample, not the count: fails if the exact path ran)
-  // Under a memory cap the caller asks for the exact count.
-  const sj::FlopsCount c2 = sj::spgemm_flops_for_planning(a, b, true);
-  EXPECT_EQ(c2.sampled_rows, 0);
-  EXPECT_EQ(c2.flops, exact);
+  // The thresholds: under 8192 rows, or at most 65536 entries of A, the count is exact.
+  auto rows_of = [&](int64_t rows, int64_t per_row) {
+    return tensor_of(with_row_lengths(std::vector<int64_t>(static_cast<size_t>(rows), per_row), 30000));
+  };
+  const sj::Tensor b8k = tensor_of(with_row_lengths(std::vector<int64_t>(30000, 3), 30000));
+  EXPECT_EQ(sj::spgemm_flops_for_planning(rows_of(8191, 9), b8k).sampled_rows, 0);
+  EXPECT_GT(sj::spgemm_flops_for_planning(rows_of(8192, 9), b8k).sampled_rows, 0);
+  EXPECT_EQ(sj::spgemm_flops_for_planning(rows_of(8192, 8), b8k).sampled_rows, 0);  // 65536 entries
+  std::vector<int64_t> just_over(8192, 8);
+  just_over[5000] = 9;  // 65537 entries
+  EXPECT_GT(sj::spgemm_flops_for_planning(tensor_of(with_row_lengths(just_over, 30000)), b8k).sampled_rows, 0);
   // Blocks holding too few entries to estimate from: exact. 70000 entries in rows no block holds.
   std::vector<int64_t> sparse_len(30000, 0);
   for (int r = 0; r < 10; ++r) sparse_len[200 + 468 * r] = 7000;
   const sj::Tensor s = tensor_of(with_row_lengths(sparse_len, 30000));
-  const sj::FlopsCount c3 = sj::spgemm_flops_for_planning(s, b, false);
+  const sj::FlopsCount c3 = sj::spgemm_flops_for_planning(s, b);
   EXPECT_EQ(c3.sampled_rows, 0);
   EXPECT_EQ(c3.flops, static_cast<double>(sj::spgemm_flops(s, b)));
 }
