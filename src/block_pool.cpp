@@ -176,26 +176,18 @@ void BlockPool::free(void* p, size_t bytes) {
     small_free(p);
     return;
   }
-  if (block > limit_ || keeps_nothing()) {
-    if (!slab_class(block)) {
-      std::free(p);
-      return;
-    }
-    Kept back;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      back = drop({p, block});
-    }
-    free_dropped(back.p, back.bytes);
+  // Not kept and no slab piece: no lock either.
+  if ((block > limit_ || keeps_nothing()) && !slab_class(block)) {
+    std::free(p);
     return;
   }
   std::vector<Kept> dropped;  // freed outside the lock
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // Asked again under the lock: the last context may have ended since the test above, and
-    // its release() (which takes this lock after the count reached zero) would then have run
-    // already, leaving a block kept here for no context until the next one ends.
-    if (keeps_nothing()) {
+    // Asked (again) under the lock: the last context may have ended since a test before it,
+    // and its release() (which takes this lock after the count reached zero) would then have
+    // run already, leaving a block kept here for no context until the next one ends.
+    if (block > limit_ || keeps_nothing()) {
       dropped.push_back(drop({p, block}));
     } else {
       while (held_ + block > limit_) {

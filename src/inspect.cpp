@@ -71,6 +71,22 @@ template <class Len> void fill_length_stats(MatrixStats& s, int64_t n, Len len) 
   s.row_p99 = pct(0.99);
 }
 
+// fill_length_stats over the n lengths of a sample of s.rows rows or columns: empty ones
+// scaled up to the whole, the mean exact (nnz / rows), sampled_rows = n.
+template <class Len> void fill_sampled_length_stats(MatrixStats& s, int64_t n, Len len) {
+  fill_length_stats(s, n, len);
+  s.sampled_rows = n;
+  s.empty_rows = static_cast<int64_t>(
+      std::llround(static_cast<double>(s.empty_rows) * static_cast<double>(s.rows) / static_cast<double>(n)));
+  s.row_mean = static_cast<double>(s.nnz) / static_cast<double>(s.rows);
+}
+
+// The multiply count over A's entries [p0, p0 + n).
+int64_t multiply_count_of(const Tensor& a, int64_t p0, int64_t n, const int64_t* b_pos) {
+  return a.index_type == IndexType::I32 ? multiply_count(a.levels[1].crd.as<int32_t>() + p0, n, b_pos)
+                                        : multiply_count(a.levels[1].crd.as<int64_t>() + p0, n, b_pos);
+}
+
 }  // namespace
 
 MatrixStats matrix_stats(const Tensor& t, bool with_bandwidth, bool may_sample) {
@@ -90,11 +106,8 @@ MatrixStats matrix_stats(const Tensor& t, bool with_bandwidth, bool may_sample) 
     for_sample_blocks(s.rows, [&](int64_t r0, int64_t r1) {
       for (int64_t i = r0; i < r1; ++i) sample.push_back(pos[i + 1] - pos[i]);
     });
-    s.sampled_rows = static_cast<int64_t>(sample.size());
-    fill_length_stats(s, s.sampled_rows, [&sample](int64_t k) { return sample[static_cast<size_t>(k)]; });
-    s.empty_rows = static_cast<int64_t>(std::llround(static_cast<double>(s.empty_rows) * static_cast<double>(s.rows) /
-                                                     static_cast<double>(s.sampled_rows)));
-    s.row_mean = static_cast<double>(s.nnz) / static_cast<double>(s.rows);  // exact
+    fill_sampled_length_stats(s, static_cast<int64_t>(sample.size()),
+                              [&sample](int64_t k) { return sample[static_cast<size_t>(k)]; });
   }
   if (with_bandwidth) {
     s.bandwidth = 0;
@@ -148,19 +161,13 @@ MatrixStats transpose_stats(const Tensor& t, bool may_sample) {
   });
   // Sampled block b holds columns [b * stride * 64, + 64) that exist (the last may be cut).
   const int64_t last = s.rows - (sampled_blocks - 1) * stride * 64;  // columns in the last block
-  s.sampled_rows = (sampled_blocks - 1) * 64 + std::min<int64_t>(64, last);
-  fill_length_stats(s, s.sampled_rows, [&count](int64_t k) { return count[static_cast<size_t>(k)]; });
-  s.empty_rows = static_cast<int64_t>(std::llround(static_cast<double>(s.empty_rows) * static_cast<double>(s.rows) /
-                                                   static_cast<double>(s.sampled_rows)));
-  s.row_mean = static_cast<double>(s.nnz) / static_cast<double>(s.rows);  // exact
+  fill_sampled_length_stats(s, (sampled_blocks - 1) * 64 + std::min<int64_t>(64, last),
+                            [&count](int64_t k) { return count[static_cast<size_t>(k)]; });
   return s;
 }
 
 int64_t spgemm_flops(const Tensor& a, const Tensor& b) {
-  const int64_t* bpos = b.levels[1].pos.as<int64_t>();
-  const int64_t n = a.nnz();
-  return a.index_type == IndexType::I32 ? multiply_count(a.levels[1].crd.as<int32_t>(), n, bpos)
-                                        : multiply_count(a.levels[1].crd.as<int64_t>(), n, bpos);
+  return multiply_count_of(a, 0, a.nnz(), b.levels[1].pos.as<int64_t>());
 }
 
 FlopsCount spgemm_flops_for_planning(const Tensor& a, const Tensor& b) {
@@ -172,8 +179,7 @@ FlopsCount spgemm_flops_for_planning(const Tensor& a, const Tensor& b) {
   int64_t flops = 0, entries = 0, sampled = 0;
   for_sample_blocks(rows, [&](int64_t r0, int64_t r1) {  // a block's rows are one run of A's entries
     const int64_t p0 = apos[r0], n = apos[r1] - p0;
-    flops += a.index_type == IndexType::I32 ? multiply_count(a.levels[1].crd.as<int32_t>() + p0, n, bpos)
-                                            : multiply_count(a.levels[1].crd.as<int64_t>() + p0, n, bpos);
+    flops += multiply_count_of(a, p0, n, bpos);
     entries += n;
     sampled += r1 - r0;
   });
