@@ -2,13 +2,14 @@
 #include <cstring>
 #include "capi/boundary.hpp"
 #include "capi/handles.hpp"
+#include "src/call_counter.hpp"
 #include "src/derived_forms.hpp"
 #include "src/logging.hpp"
 #include "src/operation.hpp"
 
 namespace sj::capi {
 sj_tensor* publish_tensor_handle(std::unique_ptr<sj_tensor> h) {
-  ++h->ctx->live_tensors;
+  count_add(h->ctx->live_tensors);
   return h.release();
 }
 

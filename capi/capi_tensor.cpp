@@ -5,6 +5,7 @@
 
 #include "capi/boundary.hpp"
 #include "capi/handles.hpp"
+#include "src/call_counter.hpp"
 #include "src/convert.hpp"
 #include "src/tensor_file.hpp"
 
@@ -327,7 +328,7 @@ SJ_API sj_status sj_tensor_convert(sj_context* ctx, const sj_tensor* t, sj_forma
 SJ_API sj_status sj_tensor_destroy(sj_tensor* t) {
   return guarded([&] {
     if (!t) return;
-    --t->ctx->live_tensors;
+    count_add(t->ctx->live_tensors, -1);
     delete t;
   });
 }

@@ -31,6 +31,7 @@
 #include "kernels/schedule.hpp"
 #include "kernels/sparse_assembly.hpp"
 #include "kernels/spmspv_kernels.hpp"
+#include "src/call_counter.hpp"
 #include "src/convert.hpp"
 #include "src/derived_forms.hpp"
 #include "src/dispatch.hpp"
@@ -75,7 +76,7 @@ bool has_form(const Tensor& t, const std::string& key) {
 int64_t uses_of(const Tensor& t, bool bump) {
   if (!t.derived) return 0;
   auto& n = t.derived->spmspv_calls;
-  return bump ? n.fetch_add(1, std::memory_order_relaxed) : n.load(std::memory_order_relaxed);
+  return bump ? count_add(n) : n.load(std::memory_order_relaxed);
 }
 
 // The CSC form of op(A): A itself when the caller gave it, else kept with the handle (both

@@ -6,6 +6,7 @@
 #include "cache/kernel_cache.hpp"
 #include "kernels/schedule.hpp"
 #include "src/calibration.hpp"
+#include "src/call_counter.hpp"
 #include "src/cycle_clock.hpp"
 #include "src/derived_forms.hpp"
 #include "src/error.hpp"
@@ -212,7 +213,7 @@ void Plan::end_call(const Workers& workers, bool direct, CallClock clock) {
     }
     last_execute_ms_.store(ms, relaxed);
   }
-  executions_.fetch_add(1, relaxed);
+  count_add(executions_);
 }
 
 Tensor Plan::run_general(const OperandList& operands, Workers& workers, OutputTarget* into) {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "src/call_counter.hpp"
 #include "src/derived_forms.hpp"
 
 namespace sj {
@@ -72,7 +73,7 @@ std::shared_ptr<Plan> plan_for_dropin(const Context& ctx, const OpRequest& req) 
       for (MemoEntry& e : memo.entries)
         if (matches(e, ctx, req) && !replans_at(e.op, e.calls + 1)) {
           ++e.calls;
-          g_reuses.fetch_add(1, std::memory_order_relaxed);
+          count_add(g_reuses);
           return e.plan;
         }
     }
