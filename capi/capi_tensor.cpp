@@ -329,7 +329,7 @@ SJ_API sj_status sj_tensor_destroy(sj_tensor* t) {
   return guarded([&] {
     if (!t) return;
     count_add(t->ctx->live_tensors, -1);
-    delete t;
+    if (!capi::keep_spare_handle(t)) delete t;
   });
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/base/call_once.h"
+#include "capi/spare_handle.hpp"
 #include "src/context.hpp"
 #include "src/einsum_planner.hpp"
 #include "src/plan.hpp"
@@ -47,9 +48,12 @@ sj_tensor* publish_tensor_handle(std::unique_ptr<sj_tensor> h);
 // such use, whichever thread gets there first; every caller then sees the same store).
 const Tensor& operand_of(const sj_tensor* h);
 // A new handle whose tensor `fill(Tensor&)` makes in place (no move of the finished tensor:
-// see init_sparse_vector); nothing is left behind when fill throws.
+// see init_sparse_vector); nothing is left behind when fill throws. The handle is the
+// thread's kept one when it has one (capi/spare_handle.hpp): `fill` then finds a kept result
+// in the tensor, which it replaces or refills.
 template <class Fill> sj_tensor* make_tensor_handle(sj_context* ctx, Fill&& fill) {
-  auto h = std::make_unique<sj_tensor>();
+  std::unique_ptr<sj_tensor> h(take_spare_handle(ctx));
+  if (!h) h = std::make_unique<sj_tensor>();
   h->ctx = ctx;
   fill(h->t);
   return publish_tensor_handle(std::move(h));

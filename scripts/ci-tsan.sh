@@ -22,6 +22,6 @@ if [ "${TSAN_ALL:-0}" = 1 ]; then
   ctest --test-dir build-tsan --output-on-failure -j2 -E '^c_api_smoke$' --timeout 900
 else
   ctest --test-dir build-tsan --output-on-failure -j2 --timeout 600 \
-        -R '^(ThreadPool|WorkPartition|SparseAssembly|ParallelDeterminism|ParallelContext|ParallelEinsum|KernelCache|CApi|Stress|SpgemmStructure)\.'
+        -R '^(ThreadPool|WorkPartition|SparseAssembly|ParallelDeterminism|ParallelContext|ParallelEinsum|KernelCache|CApi|Stress|SpgemmStructure|SpareHandle)\.'
 fi
 echo "== tsan stage finished in $(( $(date +%s) - start )) s (build $(( built - start )) s)"

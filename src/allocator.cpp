@@ -56,6 +56,8 @@ Allocator::Allocator(const sj_allocator& hooks) : hooks_(hooks) {
   if (!hooks_.alloc || !hooks_.free) hooks_ = {default_alloc, default_free, nullptr};
 }
 
+bool Allocator::is_default() const { return hooks_.alloc == default_alloc && hooks_.free == default_free; }
+
 std::shared_ptr<void> Allocator::allocate(size_t bytes) const {
   if (bytes > std::numeric_limits<size_t>::max() - kAlign)
     fail(SJ_ERR_OUT_OF_MEMORY, "allocation of ", bytes, " bytes overflows");

@@ -22,6 +22,9 @@ class Allocator {
   // context's memory cap would be exceeded.
   std::shared_ptr<void> allocate(size_t bytes) const;
 
+  // The library's own allocation (src/block_pool.hpp), not a host's hooks.
+  bool is_default() const;
+
   void set_memory_cap(size_t cap) { memory_cap_ = cap; }
   size_t memory_cap() const { return memory_cap_; }
 

@@ -16,14 +16,8 @@
 
 #include "src/environment.hpp"
 #include "src/huge_pages.hpp"
+#include "src/sanitizers.hpp"
 
-#if defined(__SANITIZE_ADDRESS__)  // GCC
-#define SJ_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)  // clang
-#define SJ_ASAN 1
-#endif
-#endif
 #if defined(SJ_ASAN)
 #include <sanitizer/asan_interface.h>
 #define SJ_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)

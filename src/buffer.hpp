@@ -56,6 +56,18 @@ class Buffer {
     return b;
   }
 
+  // The same window moved within the block: `bytes` from `offset` of `base`, a part of the same
+  // owner (shares_owner), with no reference count changed (a result refilled in its own block).
+  void repoint_within(const Buffer& base, size_t offset, size_t bytes) {
+    data_ = static_cast<char*>(base.data_) + offset;
+    bytes_ = bytes;
+  }
+  bool shares_owner(const Buffer& o) const { return owner_ == o.owner_; }
+  // Buffers holding this one's owner (0 for a borrowed one).
+  long owner_uses() const { return owner_.use_count(); }
+  // The block's owner, for a weak reference that tells whether the block still lives (tests).
+  std::weak_ptr<void> watch_owner() const { return owner_; }
+
   bool owned() const { return owner_ != nullptr; }
   bool empty() const { return data_ == nullptr; }
   size_t bytes() const { return bytes_; }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_join.h"
 #include "src/error.hpp"
+#include "src/sanitizers.hpp"
 
 namespace sj {
 
@@ -100,18 +101,7 @@ std::string Tensor::describe() const {
 // Results up to this size take one allocation (make_compressed_matrix). Not under
 // AddressSanitizer, so that a kernel writing past a result's coordinates is still reported
 // instead of landing in its values.
-#if defined(__SANITIZE_ADDRESS__)  // GCC
-#define SJ_TENSOR_HEAP_CHECKED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)  // clang
-#define SJ_TENSOR_HEAP_CHECKED 1
-#endif
-#endif
-#ifdef SJ_TENSOR_HEAP_CHECKED
-constexpr int64_t kOneBlockBytes = 0;
-#else
-constexpr int64_t kOneBlockBytes = int64_t(64) << 10;
-#endif
+constexpr int64_t kOneBlockBytes = kUnderAsan ? 0 : int64_t(64) << 10;
 
 Tensor make_compressed_matrix(const Allocator& alloc, bool csr, int64_t rows, int64_t cols,
                               int64_t nnz, IndexType it, ValueType vt) {
@@ -180,27 +170,74 @@ Tensor make_sparse_vector(const Allocator& alloc, int64_t n, int64_t nnz, IndexT
   return t;
 }
 
+namespace {
+
+// The layout init_sparse_vector gives a vector's one block: positions, then coordinates and
+// values each from a 64-byte line.
+constexpr size_t kVectorCrdAt = 64;
+size_t round_up_to_line(size_t b) { return (b + 63) / 64 * 64; }
+
+// Refills `t` (is_refillable_sparse_vector) with a vector of `nnz` entries when they fit its
+// block, moving its windows without touching the block's reference counts. The block came
+// from the default allocator (the spare handles of capi/spare_handle.hpp are only kept from,
+// and only given to, contexts that use it), so it must go to one that uses it too.
+bool refill_sparse_vector(Tensor& t, const Allocator& alloc, int64_t n, int64_t nnz, IndexType it, ValueType vt) {
+  if (!alloc.is_default() || nnz < 0 || !is_refillable_sparse_vector(t, std::numeric_limits<size_t>::max())) return false;
+  Level& lv = t.levels[0];
+  // Allocations are whole 64-byte lines (Allocator::allocate).
+  const size_t capacity = round_up_to_line(static_cast<size_t>(t.values.as<char>() + t.values.bytes() - lv.pos.as<char>()));
+  if (static_cast<size_t>(nnz) > capacity) return false;  // no overflow below
+  const size_t crd_bytes = static_cast<size_t>(nnz) * index_size(it), val_bytes = static_cast<size_t>(nnz) * value_size(vt);
+  const size_t val_at = kVectorCrdAt + round_up_to_line(crd_bytes);
+  if (val_at + val_bytes > capacity) return false;
+  t.dims = {n, 0, 0, 0};
+  t.index_type = it;
+  t.value_type = vt;
+  lv.pos.as_mut<int64_t>()[1] = nnz;
+  lv.crd.repoint_within(lv.pos, kVectorCrdAt, crd_bytes);
+  t.values.repoint_within(lv.pos, val_at, val_bytes);
+  return true;
+}
+
+}  // namespace
+
+bool is_refillable_sparse_vector(const Tensor& t, size_t max_bytes) {
+  if (kUnderAsan || t.order != 1 || t.levels.size() != 1 || t.derived) return false;
+  const Level& lv = t.levels[0];
+  // One block held by these three windows only: no copy of the tensor shares it.
+  if (lv.kind != LevelKind::Compressed || !lv.pos.owned() || lv.pos.bytes() != 2 * sizeof(int64_t) ||
+      !lv.crd.shares_owner(lv.pos) || !t.values.shares_owner(lv.pos) || lv.pos.owner_uses() != 3)
+    return false;
+  const char* base = lv.pos.as<char>();
+  if (lv.crd.as<char>() != base + kVectorCrdAt || t.values.as<char>() != lv.crd.as<char>() + round_up_to_line(lv.crd.bytes()))
+    return false;
+  return static_cast<size_t>(t.values.as<char>() + t.values.bytes() - base) <= max_bytes;
+}
+
 void init_sparse_vector(Tensor& t, const Allocator& alloc, int64_t n, int64_t nnz, IndexType it, ValueType vt) {
+  alloc.charge(estimate_bytes(nnz, static_cast<size_t>(index_size(it) + value_size(vt)), 2 * sizeof(int64_t)),
+               [&] { return cat("a sparse vector of ", nnz, " entries"); });
+  if (t.order != 0) {
+    if (refill_sparse_vector(t, alloc, n, nnz, it, vt)) return;
+    t = Tensor{};
+  }
   t.order = 1;
   t.dims = {n, 0, 0, 0};
   t.index_type = it;
   t.value_type = vt;
   t.levels.resize(1);
   t.levels[0].kind = LevelKind::Compressed;
-  alloc.charge(estimate_bytes(nnz, static_cast<size_t>(index_size(it) + value_size(vt)), 2 * sizeof(int64_t)),
-               [&] { return cat("a sparse vector of ", nnz, " entries"); });
   // Positions, coordinates and values in one allocation, each array on its own 64-byte line.
   const size_t entry = static_cast<size_t>(index_size(it) + value_size(vt));
   if (nnz < 0 || nnz > (std::numeric_limits<int64_t>::max() / 4 - 256) / static_cast<int64_t>(entry))
     fail(SJ_ERR_OUT_OF_MEMORY, "a sparse vector of ", nnz, " entries does not fit in memory");
-  auto round_up = [](size_t b) { return (b + 63) / 64 * 64; };
   const size_t crd_bytes = static_cast<size_t>(nnz) * index_size(it), val_bytes = static_cast<size_t>(nnz) * value_size(vt);
-  const size_t crd_at = 64, val_at = crd_at + round_up(crd_bytes);
+  const size_t val_at = kVectorCrdAt + round_up_to_line(crd_bytes);
   Buffer all = Buffer::allocate_array(alloc, static_cast<int64_t>(val_at + val_bytes), 1);
   t.levels[0].pos = all.part(0, sizeof(int64_t) * 2);
   t.levels[0].pos.as_mut<int64_t>()[0] = 0;
   t.levels[0].pos.as_mut<int64_t>()[1] = nnz;
-  t.levels[0].crd = all.part(crd_at, crd_bytes);
+  t.levels[0].crd = all.part(kVectorCrdAt, crd_bytes);
   t.values = all.part(val_at, val_bytes);
 }
 
@@ -211,6 +248,7 @@ Tensor make_dense(const Allocator& alloc, int order, const int64_t* dims, ValueT
 }
 
 void init_dense(Tensor& t, const Allocator& alloc, int order, const int64_t* dims, ValueType vt) {
+  if (t.order != 0) t = Tensor{};
   t.order = order;
   int64_t n = 1;
   for (int m = 0; m < order; ++m) {

@@ -124,11 +124,19 @@ Tensor shrink_compressed_matrix(const Tensor& c, int64_t nnz, const Allocator& a
 Tensor make_sparse_vector(const Allocator& alloc, int64_t n, int64_t nnz, IndexType it,
                           ValueType vt);
 Tensor make_dense(const Allocator& alloc, int order, const int64_t* dims, ValueType vt);
-// The same two built in place in `t`, which must be empty (a default Tensor): a result that
-// goes straight into its handle is not moved (a Tensor move and the destruction of the empty
-// one left behind are ~200 instructions, a tenth of a tiny SpMSpV call).
+// The same two built in place in `t`: a result that goes straight into its handle is not
+// moved (a Tensor move and the destruction of the empty one left behind are ~200
+// instructions, a tenth of a tiny SpMSpV call). `t` is empty (a default Tensor) or a kept
+// result (capi/spare_handle.hpp), which is cleared first; init_sparse_vector instead refills
+// its block when is_refillable_sparse_vector accepts it, the new vector fits and `alloc` is
+// the default allocator (the kept block came from it).
 void init_sparse_vector(Tensor& t, const Allocator& alloc, int64_t n, int64_t nnz, IndexType it, ValueType vt);
 void init_dense(Tensor& t, const Allocator& alloc, int order, const int64_t* dims, ValueType vt);
+// Whether `t` is a sparse vector as init_sparse_vector makes it, in one block of at most
+// `max_bytes` that nothing else holds (no copy of the tensor, no derived forms), so that it may
+// be refilled in place. Never under AddressSanitizer, which then still reports a use of a
+// destroyed result.
+bool is_refillable_sparse_vector(const Tensor& t, size_t max_bytes);
 
 // Turns a kernel result into an owned tensor (CSR when `csr`, else CSC), copying into
 // buffers from the context's allocator.
