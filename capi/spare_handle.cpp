@@ -1,7 +1,10 @@
 #include "capi/spare_handle.hpp"
 
+#include <utility>
+
 #include "capi/handles.hpp"
 #include "src/sanitizers.hpp"
+#include "src/thread_scratch.hpp"
 
 namespace sj::capi {
 namespace {
@@ -15,18 +18,18 @@ thread_local SpareHandle t_spare;
 }  // namespace
 
 sj_tensor* take_spare_handle(sj_context* ctx) {
+  SpareHandle& spare = tls_pinned(t_spare);  // one __tls_get_addr, not one per use
   // A kept block is the default allocator's: a context with its own hooks gets a new handle.
-  if (!t_spare.h || !ctx->impl->allocator.is_default()) return nullptr;
-  sj_tensor* h = t_spare.h;
-  t_spare.h = nullptr;
-  return h;
+  if (!spare.h || !ctx->impl->allocator.is_default()) return nullptr;
+  return std::exchange(spare.h, nullptr);
 }
 
 bool keep_spare_handle(sj_tensor* h) {
+  SpareHandle& spare = tls_pinned(t_spare);
   // A handle used as an operand has run its once_flag and holds derived forms: not reusable.
-  if (kUnderAsan || t_spare.h || h->t.derived || !h->ctx->impl->allocator.is_default()) return false;
+  if (kUnderAsan || spare.h || h->t.derived || !h->ctx->impl->allocator.is_default()) return false;
   if (!is_refillable_sparse_vector(h->t, kSpareBlockBytes)) h->t = Tensor{};
-  t_spare.h = h;
+  spare.h = h;
   return true;
 }
 

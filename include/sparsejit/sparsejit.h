@@ -333,7 +333,11 @@ SJ_API sj_status sj_tensor_convert(sj_context *ctx, const sj_tensor *t, sj_forma
                                    sj_tensor **out);
 /* Destroys tensor `t` (NULL is allowed and does nothing). Plans made from it stay valid (they
  * keep no reference to operands); results computed from it own their arrays. Never fails
- * (returns SJ_OK). Must not race with other calls that use `t`. */
+ * (returns SJ_OK). Must not race with other calls that use `t`. With the library's own
+ * allocator, the calling thread may keep one destroyed result (its handle, and a sparse
+ * vector's block of up to 16 KiB) for its next result, as a loop of small results would
+ * otherwise allocate and free both on every call; it is freed when the thread ends. With
+ * allocator hooks (sj_config.allocator) every block still goes back through them here. */
 SJ_API sj_status sj_tensor_destroy(sj_tensor *t);
 
 /* ------------------------------------------------------------------------------------------ */
