@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "capi/handles.hpp"
-#include "src/sanitizers.hpp"
 #include "src/thread_scratch.hpp"
 
 namespace sj::capi {
@@ -26,9 +25,11 @@ sj_tensor* take_spare_handle(sj_context* ctx) {
 
 bool keep_spare_handle(sj_tensor* h) {
   SpareHandle& spare = tls_pinned(t_spare);
-  // A handle used as an operand has run its once_flag and holds derived forms: not reusable.
-  if (kUnderAsan || spare.h || h->t.derived || !h->ctx->impl->allocator.is_default()) return false;
-  if (!is_refillable_sparse_vector(h->t, kSpareBlockBytes)) h->t = Tensor{};
+  // A handle used as an operand has run its once_flag and holds derived forms, which
+  // is_refillable_sparse_vector refuses. Handles of other results are not kept: clearing their
+  // tensor costs about what the handle's free saves (callgrind).
+  if (spare.h || !is_refillable_sparse_vector(h->t, kSpareBlockBytes) || !h->ctx->impl->allocator.is_default())
+    return false;
   spare.h = h;
   return true;
 }
