@@ -6,6 +6,7 @@
 
 #include "capi/boundary.hpp"
 #include "capi/handles.hpp"
+#include "src/call_counter.hpp"
 #include "src/output_copy.hpp"
 
 struct sj_pending {
@@ -87,7 +88,7 @@ SJ_API sj_status sj_plan_execute_sizes(sj_plan* plan, const sj_tensor* const* op
     p->layout = output_layout(p->result);
     p->levels = level_layout(p->result);
     *sizes = to_c(p->layout);
-    ++plan->ctx->live_tensors;
+    count_add(plan->ctx->live_tensors);
     *pending = p.release();
   });
 }
@@ -172,7 +173,7 @@ SJ_API sj_status sj_pending_fill_levels(sj_pending* pending, const sj_output_lev
 SJ_API sj_status sj_pending_destroy(sj_pending* pending) {
   return guarded([&] {
     if (!pending) return;
-    --pending->ctx->live_tensors;
+    count_add(pending->ctx->live_tensors, -1);
     delete pending;
   });
 }

@@ -328,8 +328,13 @@ SJ_API sj_status sj_tensor_convert(sj_context* ctx, const sj_tensor* t, sj_forma
 SJ_API sj_status sj_tensor_destroy(sj_tensor* t) {
   return guarded([&] {
     if (!t) return;
+    // Destroyed twice: the first kept it for this thread's next result, and deleting it now
+    // would leave that result a freed handle (glibc used to report the double free).
+    if (capi::is_spare_handle(t)) return;
+    // Kept or not before the count drops: the context may be destroyed as soon as it is 0.
+    const bool kept = capi::keep_spare_handle(t);
     count_add(t->ctx->live_tensors, -1);
-    if (!capi::keep_spare_handle(t)) delete t;
+    if (!kept) delete t;
   });
 }
 

@@ -65,7 +65,8 @@ struct DirectCall {
   const void* state;  // what prepare() returned
   Workers& workers;   // the call's threads; a direct run records its partition basis here
   OutputTarget* into; // the caller's buffers, or null: the result goes to *result
-  Tensor* result;     // where a new result goes when `into` is null (empty on entry)
+  Tensor* result;     // where a new result goes when `into` is null: empty, or a kept result
+                      // that the route replaces whole (init_* or assignment)
 };
 // Returns false, having written nothing, when this call needs the general path (for example
 // work enough for several threads, or buffers that might not hold every result).

@@ -62,8 +62,13 @@ class Buffer {
     data_ = static_cast<char*>(base.data_) + offset;
     bytes_ = bytes;
   }
-  bool shares_owner(const Buffer& o) const { return owner_ == o.owner_; }
-  // Buffers holding this one's owner (0 for a borrowed one).
+  // The same owner (the same control block; two borrowed buffers have none and do not count).
+  bool shares_owner(const Buffer& o) const {
+    return owner_ && !owner_.owner_before(o.owner_) && !o.owner_.owner_before(owner_);
+  }
+  // Whether this window starts the owner's block.
+  bool starts_owner() const { return owner_ && owner_.get() == data_; }
+  // Holders of this one's owner: buffers and anything else sharing it (0 for a borrowed one).
   long owner_uses() const { return owner_.use_count(); }
   // The block's owner, for a weak reference that tells whether the block still lives (tests).
   std::weak_ptr<void> watch_owner() const { return owner_; }

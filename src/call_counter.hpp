@@ -2,8 +2,9 @@
 // tensors, the drop-in calls that reused a plan. A locked add costs a few ns here: the four of
 // a tiny SpMSpV through a plan (GD98_a, x at 1%) were ~13 of its ~121 ns. A process that has
 // never started a second thread cannot race, so there a count takes a plain load and store, as
-// libstdc++'s shared_ptr does with its reference counts (glibc's __libc_single_threaded);
-// otherwise it stays one atomic add.
+// libstdc++'s shared_ptr does with its reference counts (glibc's __libc_single_threaded, which
+// pthread_create clears before the new thread runs; threads made without it, as by a raw
+// clone, would break shared_ptr too); otherwise it stays one atomic add.
 #pragma once
 #include <atomic>
 #include <cstdint>

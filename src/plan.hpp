@@ -48,7 +48,8 @@ class Plan {
 
   // Runs on `operands`, which must match the planned signatures (borrowed for the call).
   Tensor execute(const OperandList& operands);
-  // The same, the result made in `out` (empty on entry): a handle's tensor, filled in place.
+  // The same, the result made in `out`, a handle's tensor filled in place: empty on entry, or a
+  // kept result (capi/spare_handle.hpp) that the schedule's route replaces whole.
   void execute(const OperandList& operands, Tensor& out);
   // The same, with the result written into the caller's buffers (`target`); throws, with
   // nothing written to them, when one is too small (target.layout then says what is needed).

@@ -1,6 +1,6 @@
 // Whether this build runs under AddressSanitizer (GCC defines __SANITIZE_ADDRESS__, clang
-// answers __has_feature). Such a build keeps every array of a result in a block of its own and
-// reuses no destroyed result, so that ASan reports a write past an array or a use after
+// answers __has_feature). Such a build keeps every array of a matrix result in a block of its
+// own and reuses no destroyed result, so that ASan reports a write past an array or a use after
 // sj_tensor_destroy; pooled blocks are poisoned (src/block_pool.cpp).
 #pragma once
 

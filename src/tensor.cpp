@@ -1,6 +1,7 @@
 #include "src/tensor.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 #include "absl/strings/str_join.h"
@@ -103,6 +104,12 @@ std::string Tensor::describe() const {
 // instead of landing in its values.
 constexpr int64_t kOneBlockBytes = kUnderAsan ? 0 : int64_t(64) << 10;
 
+// Arrays of a one-block result each start a 64-byte line.
+template <class T> constexpr T round_up_to_line(T b) { return (b + 63) / 64 * 64; }
+// The layout init_sparse_vector gives a vector's one block: positions, then coordinates and
+// values each from a line.
+constexpr size_t kVectorCrdAt = 64;
+
 Tensor make_compressed_matrix(const Allocator& alloc, bool csr, int64_t rows, int64_t cols,
                               int64_t nnz, IndexType it, ValueType vt) {
   Tensor t;
@@ -124,10 +131,9 @@ Tensor make_compressed_matrix(const Allocator& alloc, bool csr, int64_t rows, in
   // instructions of a tiny SpGEMM call. Larger arrays keep their own blocks (size classes and
   // huge pages of the block pool, src/block_pool.hpp).
   if (outer >= 0 && nnz >= 0 && outer < kOneBlockBytes && nnz < kOneBlockBytes) {  // no overflow below
-    auto round_up = [](int64_t b) { return (b + 63) / 64 * 64; };
     const int64_t pos_bytes = (outer + 1) * static_cast<int64_t>(sizeof(int64_t));
     const int64_t crd_bytes = nnz * index_size(it), val_bytes = nnz * value_size(vt);
-    const int64_t crd_at = round_up(pos_bytes), val_at = crd_at + round_up(crd_bytes);
+    const int64_t crd_at = round_up_to_line(pos_bytes), val_at = crd_at + round_up_to_line(crd_bytes);
     if (val_at + val_bytes <= kOneBlockBytes) {
       Buffer all = Buffer::allocate_array(alloc, val_at + val_bytes, 1);
       t.levels[1].pos = all.part(0, static_cast<size_t>(pos_bytes));
@@ -172,24 +178,23 @@ Tensor make_sparse_vector(const Allocator& alloc, int64_t n, int64_t nnz, IndexT
 
 namespace {
 
-// The layout init_sparse_vector gives a vector's one block: positions, then coordinates and
-// values each from a 64-byte line.
-constexpr size_t kVectorCrdAt = 64;
-size_t round_up_to_line(size_t b) { return (b + 63) / 64 * 64; }
-
-// Refills `t` (is_refillable_sparse_vector) with a vector of `nnz` entries when they fit its
-// block, moving its windows without touching the block's reference counts. The block came
-// from the default allocator (the spare handles of capi/spare_handle.hpp are only kept from,
-// and only given to, contexts that use it), so it must go to one that uses it too.
+// Refills `t` (is_refillable_sparse_vector) with a vector of `nnz` entries when they fit the
+// part of its block that it uses (rounded up to whole lines: the block may be larger, after a
+// smaller refill), moving its windows without touching the block's reference counts. The block
+// came from the default allocator (the spare handles of capi/spare_handle.hpp are only kept
+// from, and only given to, contexts that use it), so it must go to one that uses it too.
 bool refill_sparse_vector(Tensor& t, const Allocator& alloc, int64_t n, int64_t nnz, IndexType it, ValueType vt) {
   if (!alloc.is_default() || nnz < 0 || !is_refillable_sparse_vector(t, std::numeric_limits<size_t>::max())) return false;
+  // The other holders' last uses (they may have let go on other threads) come before the writes.
+  std::atomic_thread_fence(std::memory_order_acquire);
   Level& lv = t.levels[0];
   // Allocations are whole 64-byte lines (Allocator::allocate).
   const size_t capacity = round_up_to_line(static_cast<size_t>(t.values.as<char>() + t.values.bytes() - lv.pos.as<char>()));
   if (static_cast<size_t>(nnz) > capacity) return false;  // no overflow below
   const size_t crd_bytes = static_cast<size_t>(nnz) * index_size(it), val_bytes = static_cast<size_t>(nnz) * value_size(vt);
   const size_t val_at = kVectorCrdAt + round_up_to_line(crd_bytes);
-  if (val_at + val_bytes > capacity) return false;
+  // Over the cap as a new block would be (Allocator::allocate): allocated, so it fails alike.
+  if (val_at + val_bytes > capacity || alloc.over_cap(val_at + val_bytes)) return false;
   t.dims = {n, 0, 0, 0};
   t.index_type = it;
   t.value_type = vt;
@@ -205,8 +210,9 @@ bool is_refillable_sparse_vector(const Tensor& t, size_t max_bytes) {
   if (kUnderAsan || t.order != 1 || t.levels.size() != 1 || t.derived) return false;
   const Level& lv = t.levels[0];
   // One block held by these three windows only: no copy of the tensor shares it.
-  if (lv.kind != LevelKind::Compressed || !lv.pos.owned() || lv.pos.bytes() != 2 * sizeof(int64_t) ||
-      !lv.crd.shares_owner(lv.pos) || !t.values.shares_owner(lv.pos) || lv.pos.owner_uses() != 3)
+  if (lv.kind != LevelKind::Compressed || !lv.unique || !lv.pos.starts_owner() ||
+      lv.pos.bytes() != 2 * sizeof(int64_t) || !lv.crd.shares_owner(lv.pos) || !t.values.shares_owner(lv.pos) ||
+      lv.pos.owner_uses() != 3)
     return false;
   const char* base = lv.pos.as<char>();
   if (lv.crd.as<char>() != base + kVectorCrdAt || t.values.as<char>() != lv.crd.as<char>() + round_up_to_line(lv.crd.bytes()))

@@ -128,8 +128,8 @@ Tensor make_dense(const Allocator& alloc, int order, const int64_t* dims, ValueT
 // moved (a Tensor move and the destruction of the empty one left behind are ~200
 // instructions, a tenth of a tiny SpMSpV call). `t` is empty (a default Tensor) or a kept
 // result (capi/spare_handle.hpp), which is cleared first; init_sparse_vector instead refills
-// its block when is_refillable_sparse_vector accepts it, the new vector fits and `alloc` is
-// the default allocator (the kept block came from it).
+// its block when is_refillable_sparse_vector accepts it, the new vector fits the part of the
+// block the kept one used, and `alloc` is the default allocator (the kept block came from it).
 void init_sparse_vector(Tensor& t, const Allocator& alloc, int64_t n, int64_t nnz, IndexType it, ValueType vt);
 void init_dense(Tensor& t, const Allocator& alloc, int order, const int64_t* dims, ValueType vt);
 // Whether `t` is a sparse vector as init_sparse_vector makes it, in one block of at most
@@ -153,7 +153,7 @@ Tensor to_tensor(const Allocator& alloc, bool csr, const CsResult<I, V>& r, Valu
   return t;
 }
 // A sparse vector of length n holding copies of idx[0, nnz) and val[0, nnz), built in `t`
-// (empty, as for init_sparse_vector).
+// (as for init_sparse_vector).
 template <class I, class V>
 void init_sparse_vector_copy(Tensor& t, const Allocator& alloc, int64_t n, int64_t nnz, const I* idx, const V* val,
                              ValueType vt) {

@@ -334,10 +334,11 @@ SJ_API sj_status sj_tensor_convert(sj_context *ctx, const sj_tensor *t, sj_forma
 /* Destroys tensor `t` (NULL is allowed and does nothing). Plans made from it stay valid (they
  * keep no reference to operands); results computed from it own their arrays. Never fails
  * (returns SJ_OK). Must not race with other calls that use `t`. With the library's own
- * allocator, the calling thread may keep one destroyed result (its handle, and a sparse
- * vector's block of up to 16 KiB) for its next result, as a loop of small results would
- * otherwise allocate and free both on every call; it is freed when the thread ends. With
- * allocator hooks (sj_config.allocator) every block still goes back through them here. */
+ * allocator, the calling thread may keep one destroyed small sparse-vector result (its handle
+ * and its block of up to 16 KiB) for its next result, as a loop of small results would
+ * otherwise allocate and free both on every call; it is freed when the thread ends. So a
+ * destroyed handle's address may come back as a new result. With allocator hooks
+ * (sj_config.allocator) every block still goes back through them here. */
 SJ_API sj_status sj_tensor_destroy(sj_tensor *t);
 
 /* ------------------------------------------------------------------------------------------ */
