@@ -2,13 +2,13 @@
 # The test suite under ThreadSanitizer (issue 6): a Debug -O1 build with -DSPARSEJIT_TSAN=ON in
 # build-tsan, then every parallel / concurrency test (the pool, partitions and assembly, every
 # schedule on 1/2/3/7 threads, one context used from many threads, the kernel cache's single
-# flight, the C API, SpGEMM plans sharing a kept structure, the push's row blocks). TSAN_ALL=1 runs the whole suite instead (slow: TSan costs 5-15x).
+# flight, the C API, SpGEMM plans sharing a kept structure, the push's row blocks, kept results). TSAN_ALL=1 runs the whole suite instead (slow: TSan costs 5-15x).
 # A reported race fails the run (halt_on_error). Prints how long the stage took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 # Only the suites that run threads are built (the rest run under ASan); TSAN_ALL=1 builds all.
-only='/test_(parallel|einsum_parallel|capi|kernel_cache|stress|block_pool|spgemm_structure|push_row_blocks)\.cpp$'
+only='/test_(parallel|einsum_parallel|capi|kernel_cache|stress|block_pool|spgemm_structure|push_row_blocks|spare_handle)\.cpp$'
 [ "${TSAN_ALL:-0}" = 1 ] && only=''
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
       -DSPARSEJIT_TSAN=ON -DSPARSEJIT_BUILD_BENCH=OFF -DSPARSEJIT_TEST_ONLY="$only" >/dev/null
