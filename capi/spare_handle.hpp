@@ -7,16 +7,15 @@
 // vector is kept whole, handle and block: the next result takes the handle, and a sparse
 // vector refills the block when it fits the part the kept one used (init_sparse_vector), as
 // Eigen or GraphBLAS reuse an output object kept across calls; any other result replaces the
-// kept tensor. Measured there
-// (pinned, three alternating runs): 108 -> 67 ns a call through a plan, the same as into the
-// caller's buffers; the drop-in call 128 -> 88 ns.
+// kept tensor. Measured there (pinned, three alternating runs): 108 -> 67 ns a call through a
+// plan, the same as into the caller's buffers; the drop-in call 128 -> 88 ns.
 //
 // Only sparse vectors of contexts with the library's own allocator are kept, never ones used
 // as operands (their derived forms belong to that operand) or shared with another tensor, and
 // only blocks of at most kSpareBlockBytes: a host's allocator hooks see every block come and
 // go as before, and a thread holds at most that block, its handle and malloc's header after
-// destroying its results. The kept handle is freed when its thread ends. Not under AddressSanitizer, so that a use of a
-// destroyed result is still reported.
+// destroying its results. The kept handle is freed when its thread ends. Not under
+// AddressSanitizer, so that a use of a destroyed result is still reported.
 #pragma once
 #include <cstddef>
 
