@@ -22,6 +22,8 @@ OperandList borrow_operands(const sj_tensor* const* operands, int n) {
 
 namespace {
 
+// The caller's options, checked and normalised: equal settings give equal bytes (the drop-in
+// memo compares them whole, src/plan_memo.cpp).
 sj_op_options read_options(const sj_op_options* o) {
   sj_op_options r = default_options();
   if (!o) return r;
@@ -33,6 +35,11 @@ sj_op_options read_options(const sj_op_options* o) {
     fail(SJ_ERR_INVALID_ARGUMENT, "options.phases is not NUL-terminated");
   if (r.threads < 0) fail(SJ_ERR_INVALID_ARGUMENT, "options.threads is negative (", r.threads, ")");
   if (r.vector_width < 0) fail(SJ_ERR_INVALID_ARGUMENT, "options.vector_width is negative (", r.vector_width, ")");
+  r.struct_size = sizeof r;
+  const size_t phases_len = std::strlen(r.phases);
+  std::memset(r.phases + phases_len, 0, sizeof r.phases - phases_len);
+  r.recompute_structure = r.recompute_structure != 0;  // flags documented as "nonzero"
+  r.mask_complement = r.mask_complement != 0;
   return r;
 }
 
@@ -50,10 +57,12 @@ sj_status run_once(sj_context* ctx, sj_op op, std::initializer_list<const sj_ten
                    const sj_op_options* options, sj_tensor** out) {
   return guarded([&] {
     require(out, "result");
-    OpRequest req = make_request(ctx, op, operands.begin(), static_cast<int>(operands.size()), options);
+    require(ctx, "ctx");
+    const sj_op_options opts = read_options(options);
+    const OperandList ops = borrow_operands(operands.begin(), static_cast<int>(operands.size()));
     // Repeated operands reuse the plan made for them (src/plan_memo.hpp).
-    std::shared_ptr<Plan> plan = plan_for_dropin(*ctx->impl, req);
-    *out = make_tensor_handle(ctx, [&](Tensor& result) { plan->execute(req.operands, result); });
+    std::shared_ptr<Plan> plan = plan_for_dropin(*ctx->impl, op, ops, opts);
+    *out = make_tensor_handle(ctx, [&](Tensor& result) { plan->execute(ops, result); });
   });
 }
 

@@ -3,9 +3,11 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 
 #include "src/call_counter.hpp"
 #include "src/derived_forms.hpp"
+#include "src/single_threaded.hpp"
 
 namespace sj {
 namespace {
@@ -23,29 +25,29 @@ struct MemoEntry {
 };
 
 struct PlanMemo {
-  std::vector<MemoEntry> entries;  // guarded by the handle's DerivedForms::mutex
+  // Guarded by the handle's DerivedForms::mutex (which a single-threaded process skips for
+  // the lookup, src/single_threaded.hpp).
+  std::vector<MemoEntry> entries;
 };
 
+// Options as read_options leaves them (normalised, see plan_memo.hpp): equal calls are equal
+// bytes, so one fixed-size compare replaces fifteen field tests.
 bool same_options(const sj_op_options& a, const sj_op_options& b) {
-  return a.semiring == b.semiring && a.schedule == b.schedule && a.isa == b.isa && a.vector_width == b.vector_width &&
-         std::memcmp(a.phases, b.phases, sizeof a.phases) == 0 && a.threads == b.threads &&
-         a.dense_output == b.dense_output && a.transpose_a == b.transpose_a && a.transpose_b == b.transpose_b &&
-         a.output_index_type == b.output_index_type && a.method == b.method && a.calibrate == b.calibrate &&
-         (a.recompute_structure != 0) == (b.recompute_structure != 0) &&
-         (a.mask_complement != 0) == (b.mask_complement != 0);
+  static_assert(std::has_unique_object_representations_v<sj_op_options>, "no padding to compare");
+  return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
-bool matches(const MemoEntry& e, const Context& ctx, const OpRequest& req) {
-  if (e.ctx != &ctx || e.op != req.op || !same_options(e.options, req.options)) return false;
-  if (e.partners.size() + 1 != req.operands.size()) return false;
+bool matches(const MemoEntry& e, const Context& ctx, sj_op op, const OperandList& operands,
+             const sj_op_options& options) {
+  if (e.ctx != &ctx || e.op != op || e.partners.size() + 1 != operands.size()) return false;
   for (size_t i = 0; i < e.partners.size(); ++i) {
-    const auto& d = req.operands[i + 1].derived;
+    const auto& d = operands[i + 1].derived;
     // Owner equivalence, without locking the weak pointer (two atomic operations per
     // partner per call): an expired partner still holds its control block, so no live
     // tensor's forms can share it.
     if (!d || e.partners[i].owner_before(d) || d.owner_before(e.partners[i])) return false;
   }
-  return true;
+  return same_options(e.options, options);
 }
 
 // Whether the call-th call with the same operands plans again. The second does (its plan knows
@@ -61,38 +63,47 @@ bool replans_at(sj_op op, int64_t call) {
 
 }  // namespace
 
-std::shared_ptr<Plan> plan_for_dropin(const Context& ctx, const OpRequest& req) {
-  const auto& home = req.operands.empty() ? nullptr : req.operands[0].derived;
+std::shared_ptr<Plan> plan_for_dropin(const Context& ctx, sj_op op, const OperandList& operands,
+                                      const sj_op_options& options) {
+  // The request is built only when a plan must be made: a reused plan needs none.
+  auto make_plan = [&] {
+    OpRequest req;
+    req.op = op;
+    req.options = options;
+    req.operands = operands;  // borrows what `operands` borrows
+    return std::make_shared<Plan>(ctx, std::move(req));
+  };
+  DerivedForms* home = operands.empty() ? nullptr : operands[0].derived.get();  // no shared_ptr copy
   bool all_handles = home != nullptr;
-  for (const Tensor& t : req.operands) all_handles &= t.derived != nullptr;
-  if (!all_handles) return std::make_shared<Plan>(ctx, req);
+  for (const Tensor& t : operands) all_handles &= t.derived != nullptr;
+  if (!all_handles) return make_plan();
   {
-    std::lock_guard lock(home->mutex);
+    LockUnlessSingleThreaded lock(home->mutex);  // the lookup starts no thread
     if (home->plan_memo) {
       auto& memo = *static_cast<PlanMemo*>(home->plan_memo.get());
       for (MemoEntry& e : memo.entries)
-        if (matches(e, ctx, req) && !replans_at(e.op, e.calls + 1)) {
+        if (matches(e, ctx, op, operands, options) && !replans_at(op, e.calls + 1)) {
           ++e.calls;
           count_add(g_reuses);
           return e.plan;
         }
     }
   }
-  auto plan = std::make_shared<Plan>(ctx, req);  // outside the lock: planning may take a while
+  auto plan = make_plan();  // outside the lock: planning may take a while
   std::lock_guard lock(home->mutex);
   if (!home->plan_memo) home->plan_memo = std::make_shared<PlanMemo>();
   auto& memo = *static_cast<PlanMemo*>(home->plan_memo.get());
   for (MemoEntry& e : memo.entries)
-    if (matches(e, ctx, req)) {
-      if (replans_at(e.op, e.calls + 1)) e.plan = plan;
+    if (matches(e, ctx, op, operands, options)) {
+      if (replans_at(op, e.calls + 1)) e.plan = plan;
       ++e.calls;
       return plan;
     }
   MemoEntry e;
   e.ctx = &ctx;
-  e.op = req.op;
-  e.options = req.options;
-  for (size_t i = 1; i < req.operands.size(); ++i) e.partners.push_back(req.operands[i].derived);
+  e.op = op;
+  e.options = options;
+  for (size_t i = 1; i < operands.size(); ++i) e.partners.push_back(operands[i].derived);
   e.calls = 1;
   e.plan = plan;
   if (memo.entries.size() >= kEntriesPerHandle) memo.entries.erase(memo.entries.begin());

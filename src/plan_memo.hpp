@@ -18,8 +18,10 @@
 
 namespace sj {
 
-// The plan for `req` on these operands: kept from an earlier call, or made (and kept) now.
-std::shared_ptr<Plan> plan_for_dropin(const Context& ctx, const OpRequest& req);
+// The plan for `op` on these operands: kept from an earlier call, or made (and kept) now.
+// `options` must be normalised (capi's read_options): equal options are equal bytes.
+std::shared_ptr<Plan> plan_for_dropin(const Context& ctx, sj_op op, const OperandList& operands,
+                                      const sj_op_options& options);
 
 // How many drop-in calls in this process executed a kept plan (for tests and benchmarks).
 int64_t dropin_plan_reuses();

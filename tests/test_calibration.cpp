@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "src/calibration.hpp"
 #include "src/plan.hpp"
@@ -168,6 +171,39 @@ TEST(PlanMemo, DropInCallsReuseTheirPlan) {
   H yd;
   ASSERT_EQ(sj_spmspv(ctx.c, A.t, x1.t, &o, &yd.t), SJ_OK) << msg();
   EXPECT_EQ(sj::dropin_plan_reuses(), mid);
+}
+
+// The memo compares options as bytes, so read_options normalises them: settings that mean the
+// same (a flag documented as "nonzero" set to 1 or 5, bytes after the phases' NUL, a shorter
+// struct_size from an older header) share one kept plan; a setting that differs does not.
+TEST(PlanMemo, OptionsThatMeanTheSameShareAPlan) {
+  Ctx ctx;
+  Rng rng(35);
+  H A, ref;
+  A.t = csr_handle(ctx.c, sj::test::random_uniform<int32_t, double>(rng, 120, 120, 0.05));
+  sj_op_options o;
+  sj_op_options_init(&o);
+  o.schedule = SJ_SCHEDULE_REFERENCE;
+  ASSERT_EQ(sj_spgemm(ctx.c, A.t, A.t, &o, &ref.t), SJ_OK) << msg();
+  std::vector<sj_op_options> same(4);
+  for (sj_op_options& s : same) sj_op_options_init(&s), s.recompute_structure = 1;
+  same[1].recompute_structure = 5;
+  std::memcpy(same[2].phases, "\0ab", 4);  // "" with stale bytes after the NUL
+  same[3].struct_size = offsetof(sj_op_options, mask_complement);  // an older caller
+  same[3].mask_complement = 1;  // beyond its struct_size: not read
+  const int64_t before = sj::dropin_plan_reuses();
+  for (const sj_op_options& s : same) {
+    H C;
+    ASSERT_EQ(sj_spgemm(ctx.c, A.t, A.t, &s, &C.t), SJ_OK) << msg();
+    EXPECT_TRUE(same_bits(ref.t->t, C.t->t));
+  }
+  EXPECT_EQ(sj::dropin_plan_reuses() - before, 2);  // calls 3 and 4 (call 2 plans again)
+  sj_op_options other = same[0];
+  other.recompute_structure = 0;  // keeps the structure: another plan
+  H C;
+  ASSERT_EQ(sj_spgemm(ctx.c, A.t, A.t, &other, &C.t), SJ_OK) << msg();
+  EXPECT_TRUE(same_bits(ref.t->t, C.t->t));
+  EXPECT_EQ(sj::dropin_plan_reuses() - before, 2);
 }
 
 // Ski rental: a drop-in SpMSpV whose CSC copy costs more than many calls of the search keeps
