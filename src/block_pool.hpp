@@ -20,7 +20,9 @@
 // blocks (SPARSEJIT_POOL_MB, default 256; 0 turns it off), plus the uncut rest of one slab per
 // class (more only while threads cut fresh slabs at once), dropping the blocks freed longest
 // ago when a new one would not fit (the latest call's blocks are the ones the next call
-// needs), and gives all of it back when the last context is destroyed.
+// needs), and gives all of it back when the last context is destroyed. A miss for a class of
+// 2 MiB or more first gives back the blocks freed longest ago, as many bytes as it needs, so
+// that the fresh block can be made of pages the process touched lately (make_room_for).
 // Pooled blocks are poisoned under ASan, so a use after sj_tensor_destroy is still reported.
 #pragma once
 #include <algorithm>
@@ -99,11 +101,15 @@ class BlockPool {
   // back to the system while spare); returned is what the caller must free outside the lock:
   // the slab when none of its pieces is out any more, a block that is no piece, or nothing.
   Kept drop(Kept k);
+  // Before a fresh block of a large class: gives back the oldest kept blocks (block_pool.cpp).
+  void make_room_for(size_t block);
+  static constexpr size_t kTakenClasses = 16;
   mutable std::mutex mu_;
   size_t limit_;
   bool needs_lease_;
   size_t held_ = 0;
   std::deque<Kept> kept_;  // in the order they were freed, oldest first
+  std::vector<size_t> taken_;  // classes whose kept blocks make_room_for gave back (the latest last)
   std::vector<Slab> slabs_;
 };
 

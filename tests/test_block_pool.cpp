@@ -334,6 +334,50 @@ TEST(BlockPool, WhenFullTheBlocksFreedLongestAgoGo) {
   pool.free(c, kMin);
 }
 
+// A miss for a large class gives back the kept blocks freed longest ago, as many as the new
+// block needs, before it is allocated (their pages are then the fresh block's); slab pieces
+// stay. A class whose blocks went so and that misses again takes nothing, so two problems used
+// in turn end up both kept.
+TEST(BlockPool, AMissForALargeClassGivesBackTheOldestKeptBlocksOnce) {
+  constexpr size_t H = sj::kHugePageBytes;
+  BlockPool pool(64 * H);
+  void* piece = pool.allocate(kMin, 64);
+  void* a = pool.allocate(4 * H, 64);
+  void* b = pool.allocate(4 * H, 64);
+  pool.free(piece, kMin);
+  pool.free(a, 4 * H);
+  pool.free(b, 4 * H);
+  EXPECT_EQ(pool.held_bytes(), 8 * H + kMin);
+  void* y = pool.allocate(3 * H, 64);  // another class: a (freed first) is enough room
+  EXPECT_EQ(pool.held_bytes(), 4 * H + kMin);
+  EXPECT_EQ(pool.allocate(4 * H, 64), b);  // b was kept
+  pool.free(b, 4 * H);
+  pool.free(y, 3 * H);
+  EXPECT_EQ(pool.held_bytes(), 7 * H + kMin);
+  void* z = pool.allocate(6 * H, 64);  // b and y both go for it
+  EXPECT_EQ(pool.held_bytes(), kMin);
+  pool.free(z, 6 * H);
+  void* b2 = pool.allocate(4 * H, 64);  // b's class again: z stays
+  void* y2 = pool.allocate(3 * H, 64);  // and y's
+  EXPECT_EQ(pool.held_bytes(), 6 * H + kMin);
+  pool.free(b2, 4 * H);
+  pool.free(y2, 3 * H);
+  // In turn from now on: every class is handed its own block again.
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(pool.allocate(6 * H, 64), z);
+    EXPECT_EQ(pool.allocate(4 * H, 64), b2);
+    EXPECT_EQ(pool.allocate(3 * H, 64), y2);
+    EXPECT_EQ(pool.held_bytes(), kMin);
+    pool.free(z, 6 * H);
+    pool.free(b2, 4 * H);
+    pool.free(y2, 3 * H);
+  }
+  EXPECT_EQ(pool.allocate(kMin, 64), piece);  // the slab piece was never given back
+  pool.free(piece, kMin);
+  pool.release();
+  EXPECT_EQ(pool.held_bytes(), 0u);
+}
+
 TEST(BlockPool, ThreadsAllocatingAndFreeingConcurrentlyNeverShareABlock) {
   BlockPool pool(64 * kMin);
   std::vector<std::thread> threads;
