@@ -48,11 +48,18 @@ size_t limit_from_environment() {
 
 std::atomic<int> live_leases_count{0};
 
+// Frees a block of class `block` (or a whole slab, kHugePageBytes): from a huge page up they
+// come from huge_page_allocate, smaller ones from malloc.
+void free_block(void* p, size_t block) {
+  if (block >= kHugePageBytes) huge_page_free(p, block);
+  else std::free(p);
+}
+
 // What the pool gives back to the system: a whole slab or a plain block.
 void free_dropped(void* p, size_t bytes) {
   if (!p) return;
   SJ_UNPOISON(p, bytes);
-  std::free(p);
+  free_block(p, bytes);
 }
 
 }  // namespace
@@ -128,12 +135,12 @@ void* BlockPool::take_piece(size_t block) {
 }
 
 // A miss for a large class: the kept blocks freed longest ago (those LRU eviction would drop
-// first), as many as the new block's size, are given back before it is allocated, so that the
-// kernel can hand it pages this process touched lately. A first touch of memory the host has
-// reclaimed costs far more on this VM: 26 MiB took ~40 ms fresh, ~1.5 ms right after 64 MiB
-// were unmapped. A class whose blocks were given back so and that misses again takes nothing:
-// two problems used in turn would otherwise take each other's blocks on every call; from then
-// on the pool keeps both, as before.
+// first), as many as the new block's size, are unmapped before it is mapped, so that the
+// kernel can make it of pages this process touched lately (huge_page_allocate maps from the
+// kernel for this). A first touch of memory the host has reclaimed costs far more on this VM:
+// 26 MiB took ~40 ms fresh, ~1.5 ms right after 64 MiB were unmapped. A class whose blocks
+// were given back so and that misses again takes nothing: two problems used in turn would
+// otherwise take each other's blocks on every call; from then on the pool keeps both.
 void BlockPool::make_room_for(size_t block) {
   std::vector<Kept> dropped;
   {
@@ -206,7 +213,7 @@ void BlockPool::free(void* p, size_t bytes) {
   }
   // Not kept and no slab piece: no lock either.
   if ((block > limit_ || keeps_nothing()) && !slab_class(block)) {
-    std::free(p);
+    free_block(p, block);
     return;
   }
   std::vector<Kept> dropped;  // freed outside the lock

@@ -77,10 +77,26 @@ void probe(char* p, size_t rounded) {
 
 HugePagePolicy huge_page_policy() { return policy().load(std::memory_order_relaxed); }
 
+namespace {
+size_t whole_huge_pages(size_t bytes) { return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes; }
+
+// `rounded` bytes at a 2 MiB boundary: a mapping one huge page longer, its ends cut off.
+void* map_aligned(size_t rounded) {
+  void* m = mmap(nullptr, rounded + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(m);
+  const uintptr_t at = (start + kHugePageBytes - 1) & ~(uintptr_t{kHugePageBytes} - 1);
+  if (at > start) munmap(m, at - start);
+  const size_t tail = kHugePageBytes - (at - start);
+  if (tail > 0) munmap(reinterpret_cast<void*>(at + rounded), tail);
+  return reinterpret_cast<void*>(at);
+}
+}  // namespace
+
 void* huge_page_allocate(size_t bytes) {
-  if (bytes > static_cast<size_t>(-1) - kHugePageBytes) return nullptr;
-  const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-  void* p = std::aligned_alloc(kHugePageBytes, rounded);
+  if (bytes > static_cast<size_t>(-1) - 2 * kHugePageBytes) return nullptr;
+  const size_t rounded = whole_huge_pages(bytes);
+  void* p = map_aligned(rounded);
   const HugePagePolicy now = huge_page_policy();
 #if defined(MADV_HUGEPAGE)
   if (p && now != HugePagePolicy::kOff) {
@@ -89,11 +105,14 @@ void* huge_page_allocate(size_t bytes) {
   }
 #endif
 #if defined(MADV_NOHUGEPAGE)
-  // Said explicitly: glibc may hand out memory an earlier block advised, and where THP is
-  // "always" the kernel would use huge pages unasked.
+  // Said explicitly: where THP is "always" the kernel would use huge pages unasked.
   if (p && now == HugePagePolicy::kOff) (void)madvise(p, rounded, MADV_NOHUGEPAGE);
 #endif
   return p;
+}
+
+void huge_page_free(void* p, size_t bytes) {
+  if (p) munmap(p, whole_huge_pages(bytes));
 }
 
 void set_huge_page_policy_for_testing(HugePagePolicy p) { policy().store(p); }

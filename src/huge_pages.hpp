@@ -33,8 +33,12 @@ enum class HugePagePolicy : uint8_t { kAuto, kOn, kOff };
 HugePagePolicy huge_page_policy();
 
 // `bytes` rounded up to whole huge pages, 2 MiB-aligned and advised as the policy says; null
-// when out of memory. Freed with std::free.
+// when out of memory. Mapped from the kernel, not malloc's heap: freeing it unmaps it at
+// once, so a block allocated next is made of those pages, still resident on the host
+// (block_pool.cpp's make_room_for relies on this; glibc kept some freed blocks in its heap).
 void* huge_page_allocate(size_t bytes);
+// Frees a huge_page_allocate block; `bytes` as it was asked for.
+void huge_page_free(void* p, size_t bytes);
 
 // Tests: set the policy, and the fault time over which a probe calls a huge page cold (0
 // makes every probe cold; the default is 1 ms).

@@ -1,7 +1,9 @@
 // The pool of freed large blocks behind the default allocator (src/block_pool.hpp).
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -200,14 +202,30 @@ TEST(BlockPool, WithoutAContextBlocksArePlainAndPiecesGoBack) {
 }
 
 // SPARSEJIT_HUGE_PAGES=off: fresh blocks are still 2 MiB-aligned, advised against huge pages
-// (memory an earlier block advised may come back from glibc).
+// (where THP is "always", the kernel would use them unasked).
 TEST(BlockPool, HugePagesOffLeavesBlocksUnadvised) {
   HugePageSetting off(sj::HugePagePolicy::kOff);
   void* p = sj::huge_page_allocate(3 * sj::kHugePageBytes);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % sj::kHugePageBytes, 0u);
   if (have_thp()) EXPECT_NE(vm_flags_of(p).find(" nh"), std::string::npos) << vm_flags_of(p);
-  std::free(p);
+  sj::huge_page_free(p, 3 * sj::kHugePageBytes);
+}
+
+// Huge blocks are the kernel's pages, not malloc's heap: freeing one unmaps it at once (so the
+// next block can be made of those pages), and nothing of the mapping that aligned it is left.
+TEST(BlockPool, AFreedHugeBlockIsUnmappedAtOnce) {
+  unsigned char v = 0;
+  char* p = static_cast<char*>(sj::huge_page_allocate(sj::kHugePageBytes + 1));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % sj::kHugePageBytes, 0u);
+  std::memset(p, 1, 2 * sj::kHugePageBytes);  // rounded up to whole huge pages
+  EXPECT_EQ(mincore(p + sj::kHugePageBytes, 4096, &v), 0);
+  EXPECT_EQ(mincore(p - 4096, 4096, &v), -1);  // the alignment's slack was given back
+  EXPECT_EQ(mincore(p + 2 * sj::kHugePageBytes, 4096, &v), -1);
+  sj::huge_page_free(p, sj::kHugePageBytes + 1);
+  EXPECT_EQ(mincore(p, 4096, &v), -1);
+  EXPECT_EQ(errno, ENOMEM);
 }
 
 // The adaptive policy: a probe that finds the first huge page cold (every probe, with a
@@ -229,8 +247,8 @@ TEST(BlockPool, AColdHugePageTurnsTheAdviceOffWhereSmallPagesAreCheaper) {
   ASSERT_NE(q, nullptr);
   if (have_thp()) EXPECT_NE(vm_flags_of(q).find(" nh"), std::string::npos) << vm_flags_of(q);
   std::memset(p, 1, 3 * sj::kHugePageBytes);  // every byte usable
-  std::free(p);
-  std::free(q);
+  sj::huge_page_free(p, 3 * sj::kHugePageBytes);
+  sj::huge_page_free(q, sj::kHugePageBytes);
 }
 
 // Where 4 KiB faults cost more than even a cold huge page (so on one VM measured here), the
@@ -251,8 +269,8 @@ TEST(BlockPool, AColdHugePageKeepsTheAdviceWhereSmallPagesCostMore) {
   ASSERT_NE(q, nullptr);
   if (have_thp()) EXPECT_NE(vm_flags_of(q).find(" hg"), std::string::npos) << vm_flags_of(q);
   std::memset(p, 1, 3 * sj::kHugePageBytes);
-  std::free(p);
-  std::free(q);
+  sj::huge_page_free(p, 3 * sj::kHugePageBytes);
+  sj::huge_page_free(q, sj::kHugePageBytes);
 }
 
 // A cold probe of a one-huge-page block has nothing to compare against: no decision yet. With
@@ -266,8 +284,8 @@ TEST(BlockPool, AColdProbeDecidesOnlyWithASecondHugePageToSample) {
   ASSERT_NE(two, nullptr);
   EXPECT_NE(sj::huge_page_policy(), sj::HugePagePolicy::kAuto);
   std::memset(two, 1, 2 * sj::kHugePageBytes);
-  std::free(one);
-  std::free(two);
+  sj::huge_page_free(one, sj::kHugePageBytes);
+  sj::huge_page_free(two, 2 * sj::kHugePageBytes);
 }
 
 // A warm probe (any fault under a threshold no fault reaches) keeps the advice on.
@@ -277,7 +295,7 @@ TEST(BlockPool, AWarmHugePageKeepsTheAdvice) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(sj::huge_page_policy(), sj::HugePagePolicy::kAuto);
   if (have_thp()) EXPECT_NE(vm_flags_of(p).find(" hg"), std::string::npos) << vm_flags_of(p);
-  std::free(p);
+  sj::huge_page_free(p, 2 * sj::kHugePageBytes);
 }
 
 TEST(BlockPool, AFreedBlockIsHandedOutAgainForItsSizeClass) {
