@@ -38,8 +38,9 @@ sj_op_options read_options(const sj_op_options* o) {
   r.struct_size = sizeof r;
   const size_t phases_len = std::strlen(r.phases);
   std::memset(r.phases + phases_len, 0, sizeof r.phases - phases_len);
-  r.recompute_structure = r.recompute_structure != 0;  // flags documented as "nonzero"
-  r.mask_complement = r.mask_complement != 0;
+  for (int* flag : {&r.dense_output, &r.transpose_a, &r.transpose_b, &r.calibrate, &r.recompute_structure,
+                    &r.mask_complement})
+    *flag = *flag != 0;  // yes/no settings: any nonzero value means yes
   return r;
 }
 

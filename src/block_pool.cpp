@@ -100,7 +100,7 @@ void* BlockPool::allocate(size_t bytes, size_t align) {
       if (void* p = take_piece(block)) return p;
   }
   if (block < kMinBlock) return small_allocate(block, align);
-  if (block >= kHugePageBytes && block <= limit_) make_room_for(block);
+  if (block >= kHugePageBytes && block <= limit_ && !keeps_nothing()) make_room_for(block);
   // Without a context alive the global pool keeps nothing, so a slab would be cut and freed
   // again on every block: those blocks are plain (drop() tells them from pieces).
   if (slab_class(block) && !keeps_nothing()) {
@@ -135,12 +135,15 @@ void* BlockPool::take_piece(size_t block) {
 }
 
 // A miss for a large class: the kept blocks freed longest ago (those LRU eviction would drop
-// first), as many as the new block's size, are unmapped before it is mapped, so that the
-// kernel can make it of pages this process touched lately (huge_page_allocate maps from the
-// kernel for this). A first touch of memory the host has reclaimed costs far more on this VM:
-// 26 MiB took ~40 ms fresh, ~1.5 ms right after 64 MiB were unmapped. A class whose blocks
-// were given back so and that misses again takes nothing: two problems used in turn would
-// otherwise take each other's blocks on every call; from then on the pool keeps both.
+// first) are unmapped before the new block is mapped, about as many bytes as it needs, so that
+// the kernel can make it of pages this process touched lately (huge_page_allocate maps from
+// the kernel for this). A first touch of memory the host has reclaimed costs far more on this
+// VM: 26 MiB took ~40 ms fresh, ~1.5 ms right after 64 MiB were unmapped. A kept block over
+// twice what is still needed stays (a 2 MiB miss must not unmap a 160 MiB result whose next
+// call would fault it all in again). A class whose blocks were given back so, and that then
+// misses itself, takes nothing: problems used in turn would otherwise take each other's blocks
+// on every call; this way they all end up kept. Every such class is remembered (a few dozen at
+// most: classes of 2 MiB and up are quarter steps of powers of two), until the pool is released.
 void BlockPool::make_room_for(size_t block) {
   std::vector<Kept> dropped;
   {
@@ -151,16 +154,14 @@ void BlockPool::make_room_for(size_t block) {
     }
     size_t freed = 0;
     for (auto it = kept_.begin(); it != kept_.end() && freed < block;) {
-      if (slab_class(it->bytes)) {  // pieces of slabs are small and go back with their slab
+      // Pieces of slabs are small and go back with their slab.
+      if (slab_class(it->bytes) || it->bytes > 2 * (block - freed)) {
         ++it;
         continue;
       }
       freed += it->bytes;
       held_ -= it->bytes;
-      if (std::find(taken_.begin(), taken_.end(), it->bytes) == taken_.end()) {
-        if (taken_.size() == kTakenClasses) taken_.erase(taken_.begin());
-        taken_.push_back(it->bytes);
-      }
+      if (std::find(taken_.begin(), taken_.end(), it->bytes) == taken_.end()) taken_.push_back(it->bytes);
       dropped.push_back(*it);
       it = kept_.erase(it);
     }
@@ -246,6 +247,7 @@ void BlockPool::release() {
     for (const Kept& k : kept_) dropped.push_back(drop(k));
     kept_.clear();
     held_ = 0;
+    taken_.clear();
   }
   for (const Kept& k : dropped) free_dropped(k.p, k.bytes);
 }

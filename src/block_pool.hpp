@@ -21,8 +21,9 @@
 // class (more only while threads cut fresh slabs at once), dropping the blocks freed longest
 // ago when a new one would not fit (the latest call's blocks are the ones the next call
 // needs), and gives all of it back when the last context is destroyed. A miss for a class of
-// 2 MiB or more first gives back the blocks freed longest ago, as many bytes as it needs, so
-// that the fresh block can be made of pages the process touched lately (make_room_for).
+// 2 MiB or more first gives back blocks freed longest ago, about as many bytes as it needs
+// (none over twice that), so that the fresh block can be made of pages the process touched
+// lately; a class that lost its blocks so and misses again takes none (make_room_for).
 // Pooled blocks are poisoned under ASan, so a use after sj_tensor_destroy is still reported.
 #pragma once
 #include <algorithm>
@@ -103,7 +104,6 @@ class BlockPool {
   Kept drop(Kept k);
   // Before a fresh block of a large class: gives back the oldest kept blocks (block_pool.cpp).
   void make_room_for(size_t block);
-  static constexpr size_t kTakenClasses = 16;
   mutable std::mutex mu_;
   size_t limit_;
   bool needs_lease_;

@@ -4,10 +4,12 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 
 #include <sys/mman.h>
 
 #include "src/environment.hpp"
+#include "src/sanitizers.hpp"
 
 namespace sj {
 namespace {
@@ -78,10 +80,17 @@ void probe(char* p, size_t rounded) {
 HugePagePolicy huge_page_policy() { return policy().load(std::memory_order_relaxed); }
 
 namespace {
-size_t whole_huge_pages(size_t bytes) { return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes; }
+// What a block of `bytes` occupies: whole huge pages, at least one.
+size_t mapped_bytes(size_t bytes) {
+  return std::max(kHugePageBytes, (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+}
 
-// `rounded` bytes at a 2 MiB boundary: a mapping one huge page longer, its ends cut off.
+// `rounded` bytes at a 2 MiB boundary: a mapping one huge page longer, its ends cut off. Under
+// AddressSanitizer from malloc instead, so that its redzones and quarantine still report a
+// write past a block or a use after it was freed (mappings sit next to each other, and an
+// unmapped range is soon mapped again).
 void* map_aligned(size_t rounded) {
+  if constexpr (kUnderAsan) return std::aligned_alloc(kHugePageBytes, rounded);
   void* m = mmap(nullptr, rounded + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return nullptr;
   const uintptr_t start = reinterpret_cast<uintptr_t>(m);
@@ -95,7 +104,7 @@ void* map_aligned(size_t rounded) {
 
 void* huge_page_allocate(size_t bytes) {
   if (bytes > static_cast<size_t>(-1) - 2 * kHugePageBytes) return nullptr;
-  const size_t rounded = whole_huge_pages(bytes);
+  const size_t rounded = mapped_bytes(bytes);
   void* p = map_aligned(rounded);
   const HugePagePolicy now = huge_page_policy();
 #if defined(MADV_HUGEPAGE)
@@ -105,14 +114,17 @@ void* huge_page_allocate(size_t bytes) {
   }
 #endif
 #if defined(MADV_NOHUGEPAGE)
-  // Said explicitly: where THP is "always" the kernel would use huge pages unasked.
+  // Said explicitly: where THP is "always" the kernel would use huge pages unasked (and under
+  // ASan, malloc may hand out memory an earlier block advised).
   if (p && now == HugePagePolicy::kOff) (void)madvise(p, rounded, MADV_NOHUGEPAGE);
 #endif
   return p;
 }
 
 void huge_page_free(void* p, size_t bytes) {
-  if (p) munmap(p, whole_huge_pages(bytes));
+  if (!p) return;
+  if constexpr (kUnderAsan) std::free(p);
+  else munmap(p, mapped_bytes(bytes));
 }
 
 void set_huge_page_policy_for_testing(HugePagePolicy p) { policy().store(p); }

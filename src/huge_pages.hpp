@@ -32,10 +32,12 @@ enum class HugePagePolicy : uint8_t { kAuto, kOn, kOff };
 // The policy now: kAuto becomes kOn or kOff once a probe found a cold huge page.
 HugePagePolicy huge_page_policy();
 
-// `bytes` rounded up to whole huge pages, 2 MiB-aligned and advised as the policy says; null
-// when out of memory. Mapped from the kernel, not malloc's heap: freeing it unmaps it at
-// once, so a block allocated next is made of those pages, still resident on the host
-// (block_pool.cpp's make_room_for relies on this; glibc kept some freed blocks in its heap).
+// `bytes` rounded up to whole huge pages (at least one), 2 MiB-aligned and advised as the policy
+// says; null when out of memory. Mapped from the kernel, not malloc's heap: freeing it unmaps it
+// at once, so a block allocated next can be made of those pages, still backed by the host
+// (block_pool.cpp's make_room_for relies on this; with aligned_alloc, whether a freed block
+// went back to the kernel depended on glibc's moving mmap threshold). Under AddressSanitizer
+// from malloc, whose redzones and quarantine report overruns and uses after free.
 void* huge_page_allocate(size_t bytes);
 // Frees a huge_page_allocate block; `bytes` as it was asked for.
 void huge_page_free(void* p, size_t bytes);

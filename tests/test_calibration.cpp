@@ -191,6 +191,7 @@ TEST(PlanMemo, OptionsThatMeanTheSameShareAPlan) {
   std::memcpy(same[2].phases, "\0ab", 4);  // "" with stale bytes after the NUL
   same[3].struct_size = offsetof(sj_op_options, mask_complement);  // an older caller
   same[3].mask_complement = 1;  // beyond its struct_size: not read
+  same[3].calibrate = 0;
   const int64_t before = sj::dropin_plan_reuses();
   for (const sj_op_options& s : same) {
     H C;
@@ -204,6 +205,27 @@ TEST(PlanMemo, OptionsThatMeanTheSameShareAPlan) {
   ASSERT_EQ(sj_spgemm(ctx.c, A.t, A.t, &other, &C.t), SJ_OK) << msg();
   EXPECT_TRUE(same_bits(ref.t->t, C.t->t));
   EXPECT_EQ(sj::dropin_plan_reuses() - before, 2);
+  // The other yes/no settings likewise: a complemented mask given as 1 or 3 (C<!A> = A*A), a
+  // dense output as 1 or 7.
+  for (const bool masked : {true, false}) {
+    auto call = [&](int flag, sj_schedule schedule, sj_tensor** out) {
+      sj_op_options m;
+      sj_op_options_init(&m);
+      m.schedule = schedule;
+      if (masked) m.mask_complement = flag;
+      else m.dense_output = flag;
+      return masked ? sj_spgemm_masked(ctx.c, A.t, A.t, A.t, &m, out) : sj_spgemm(ctx.c, A.t, A.t, &m, out);
+    };
+    H R;
+    ASSERT_EQ(call(1, SJ_SCHEDULE_REFERENCE, &R.t), SJ_OK) << msg();
+    const int64_t start = sj::dropin_plan_reuses();
+    for (int k = 0; k < 4; ++k) {
+      H Cm;
+      ASSERT_EQ(call(k % 2 == 0 ? 1 : (masked ? 3 : 7), SJ_SCHEDULE_AUTO, &Cm.t), SJ_OK) << msg();
+      EXPECT_TRUE(same_bits(R.t->t, Cm.t->t)) << masked << " " << k;
+    }
+    EXPECT_EQ(sj::dropin_plan_reuses() - start, 2) << masked;
+  }
 }
 
 // Ski rental: a drop-in SpMSpV whose CSC copy costs more than many calls of the search keeps
