@@ -65,14 +65,9 @@ bool replans_at(sj_op op, int64_t call) {
 
 std::shared_ptr<Plan> plan_for_dropin(const Context& ctx, sj_op op, const OperandList& operands,
                                       const sj_op_options& options) {
-  // The request is built only when a plan must be made: a reused plan needs none.
-  auto make_plan = [&] {
-    OpRequest req;
-    req.op = op;
-    req.options = options;
-    req.operands = operands;  // borrows what `operands` borrows
-    return std::make_shared<Plan>(ctx, std::move(req));
-  };
+  // The request is built only when a plan must be made: a reused plan needs none. (Its copy
+  // of `operands` borrows what they borrow.)
+  auto make_plan = [&] { return std::make_shared<Plan>(ctx, OpRequest{op, operands, options}); };
   DerivedForms* home = operands.empty() ? nullptr : operands[0].derived.get();  // no shared_ptr copy
   bool all_handles = home != nullptr;
   for (const Tensor& t : operands) all_handles &= t.derived != nullptr;

@@ -191,7 +191,6 @@ TEST(PlanMemo, OptionsThatMeanTheSameShareAPlan) {
   std::memcpy(same[2].phases, "\0ab", 4);  // "" with stale bytes after the NUL
   same[3].struct_size = offsetof(sj_op_options, mask_complement);  // an older caller
   same[3].mask_complement = 1;  // beyond its struct_size: not read
-  same[3].calibrate = 0;
   const int64_t before = sj::dropin_plan_reuses();
   for (const sj_op_options& s : same) {
     H C;
