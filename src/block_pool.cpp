@@ -87,20 +87,38 @@ size_t BlockPool::block_size(size_t bytes) {
 void* BlockPool::allocate(size_t bytes, size_t align) {
   const size_t block = block_size(bytes);
   if (block >= kMinBlock && block <= limit_) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = kept_.rbegin(); it != kept_.rend(); ++it)  // the most recently freed first
-      if (it->bytes == block) {
-        void* p = it->p;
-        kept_.erase(std::next(it).base());
-        held_ -= block;
-        SJ_UNPOISON(p, block);
-        return p;
+    Kept hit{};
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = kept_.rbegin(); it != kept_.rend(); ++it)  // the most recently freed first
+        if (it->bytes == block) {
+          hit = *it;
+          kept_.erase(std::next(it).base());
+          held_ -= block;
+          break;
+        }
+      if (!hit.p && slab_class(block))
+        if (void* p = take_piece(block)) return p;
+    }
+    if (hit.p) {
+      SJ_UNPOISON(hit.p, block);
+      if (block >= kHugePageBytes && !fill_empty_pages(hit)) {
+        huge_page_free(hit.p, block);  // a failed move left a hole: out of memory
+        return nullptr;
       }
-    if (slab_class(block))
-      if (void* p = take_piece(block)) return p;
+      return hit.p;
+    }
   }
   if (block < kMinBlock) return small_allocate(block, align);
-  if (block >= kHugePageBytes && block <= limit_ && !keeps_nothing()) make_room_for(block);
+  if (block >= kHugePageBytes && block <= limit_ && !keeps_nothing()) {
+    // A class that lost its blocks to others lately takes none in turn (see take_oldest).
+    std::vector<HugeBlock> donors;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!lost_lately(block)) donors = take_oldest(block, std::numeric_limits<uint64_t>::max(), 0);
+    }
+    return huge_page_allocate(block, donors);
+  }
   // Without a context alive the global pool keeps nothing, so a slab would be cut and freed
   // again on every block: those blocks are plain (drop() tells them from pieces).
   if (slab_class(block) && !keeps_nothing()) {
@@ -134,39 +152,64 @@ void* BlockPool::take_piece(size_t block) {
   return nullptr;
 }
 
-// A miss for a large class: the kept blocks freed longest ago (those LRU eviction would drop
-// first) are unmapped before the new block is mapped, about as many bytes as it needs, so that
-// the kernel can make it of pages this process touched lately (huge_page_allocate maps from
-// the kernel for this). A first touch of memory the host has reclaimed costs far more on this
-// VM: 26 MiB took ~40 ms fresh, ~1.5 ms right after 64 MiB were unmapped. A kept block over
-// twice what is still needed stays (a 2 MiB miss must not unmap a 160 MiB result whose next
-// call would fault it all in again). A class whose blocks were given back so, and that then
-// misses itself, takes nothing: problems used in turn would otherwise take each other's blocks
-// on every call; this way they all end up kept. Every such class is remembered (a few dozen at
-// most: classes of 2 MiB and up are quarter steps of powers of two), until the pool is released.
-void BlockPool::make_room_for(size_t block) {
-  std::vector<Kept> dropped;
+// A block of a large class is made of the pages in memory of kept blocks freed longest ago
+// (those LRU eviction would drop first), moved into its huge pages that have none
+// (huge_page_fill): a first touch of memory the host has reclaimed costs far more on this VM
+// (26 MiB: ~40 ms fresh, ~1.5 ms right after 64 MiB were unmapped, 0.2 ms moved). A miss takes
+// about as many bytes as the block; a hit as many as it has empty, and only blocks freed before
+// it: an upper-bound result that its first owner filled to 17% is whole when a later problem
+// that fills it gets it, while problems used in turn never take each other's blocks at a hit
+// (each was freed after the block the hit returns). A kept block over twice what is still
+// needed stays (a 2 MiB miss must not take a 160 MiB result whose next call would fault it all
+// in again). A class whose blocks were taken so, and that then misses itself within about a
+// round of the blocks kept, takes nothing (lost_lately): problems used in turn would otherwise
+// take each other's blocks on every miss; this way they all end up kept. A loss longer ago does
+// not count: a class of 2 MiB is taken from and missed by many unrelated problems, and a
+// first version that remembered every loss left those misses to fault fresh pages. The classes
+// are remembered until they miss (a few dozen at most: classes of 2 MiB and up are quarter
+// steps of powers of two) or the pool is released.
+std::vector<HugeBlock> BlockPool::take_oldest(size_t need, uint64_t freed_before, size_t spare_class) {
+  std::vector<HugeBlock> donors;
+  size_t got = 0;
+  for (auto it = kept_.begin(); it != kept_.end() && got < need && it->freed < freed_before;) {
+    // Pieces of slabs are small and go back with their slab.
+    if (slab_class(it->bytes) || it->bytes > 2 * (need - got) || it->bytes == spare_class) {
+      ++it;
+      continue;
+    }
+    got += it->bytes;
+    held_ -= it->bytes;
+    const auto same = [&](const Taken& t) { return t.block == it->bytes; };
+    if (auto t = std::find_if(taken_.begin(), taken_.end(), same); t != taken_.end()) t->at = frees_;
+    else taken_.push_back({it->bytes, frees_});
+    SJ_UNPOISON(it->p, it->bytes);
+    donors.push_back({it->p, it->bytes});
+    it = kept_.erase(it);
+  }
+  return donors;
+}
+
+bool BlockPool::lost_lately(size_t block) {
+  const auto it = std::find_if(taken_.begin(), taken_.end(), [&](const Taken& t) { return t.block == block; });
+  if (it == taken_.end()) return false;
+  // In turn, each kept block is freed again about once a round: a loss fewer frees ago than
+  // twice the blocks kept (and some temporaries) is one of this round.
+  const bool lately = frees_ - it->at <= 2 * kept_.size() + 16;
+  taken_.erase(it);
+  return lately;
+}
+
+bool BlockPool::fill_empty_pages(const Kept& hit) {
+  if (keeps_nothing()) return true;
+  const size_t empty = huge_page_empty_bytes(hit.p, hit.bytes);
+  if (empty == 0) return true;
+  std::vector<HugeBlock> donors;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = std::find(taken_.begin(), taken_.end(), block); it != taken_.end()) {
-      taken_.erase(it);
-      return;
-    }
-    size_t freed = 0;
-    for (auto it = kept_.begin(); it != kept_.end() && freed < block;) {
-      // Pieces of slabs are small and go back with their slab.
-      if (slab_class(it->bytes) || it->bytes > 2 * (block - freed)) {
-        ++it;
-        continue;
-      }
-      freed += it->bytes;
-      held_ -= it->bytes;
-      if (std::find(taken_.begin(), taken_.end(), it->bytes) == taken_.end()) taken_.push_back(it->bytes);
-      dropped.push_back(*it);
-      it = kept_.erase(it);
-    }
+    // Not the hit's own class: a call using two blocks of it would miss for the other one.
+    donors = take_oldest(empty, hit.freed, hit.bytes);
   }
-  for (const Kept& k : dropped) free_dropped(k.p, k.bytes);
+  return huge_page_fill(hit.p, hit.bytes, donors);
 }
 
 BlockPool::Kept BlockPool::drop(Kept k) {
@@ -232,7 +275,7 @@ void BlockPool::free(void* p, size_t bytes) {
         held_ -= k.bytes;
         dropped.push_back(drop(k));
       }
-      kept_.push_back({p, block});
+      kept_.push_back({p, block, ++frees_});
       held_ += block;
       SJ_POISON(p, block);
     }

@@ -21,9 +21,11 @@
 // class (more only while threads cut fresh slabs at once), dropping the blocks freed longest
 // ago when a new one would not fit (the latest call's blocks are the ones the next call
 // needs), and gives all of it back when the last context is destroyed. A miss for a class of
-// 2 MiB or more first gives back blocks freed longest ago, about as many bytes as it needs
-// (none over twice that), so that the fresh block can be made of pages the process touched
-// lately; a class that lost its blocks so and misses again takes none (make_room_for).
+// 2 MiB or more takes blocks freed longest ago, about as many bytes as it needs (none over
+// twice that), and the fresh block is made of their pages in memory (moved, not touched
+// again); a class that lost its blocks so and misses again takes none; a large block handed
+// out again has its huge pages with nothing in memory filled so, from blocks kept longer than
+// it (take_oldest).
 // Pooled blocks are poisoned under ASan, so a use after sj_tensor_destroy is still reported.
 #pragma once
 #include <algorithm>
@@ -34,6 +36,8 @@
 #include <deque>
 #include <mutex>
 #include <vector>
+
+#include "src/huge_pages.hpp"
 
 namespace sj {
 
@@ -80,8 +84,9 @@ class BlockPool {
   static void* small_allocate(size_t block, size_t align);
   static void small_free(void* p);
   struct Kept {
-    void* p;
-    size_t bytes;
+    void* p = nullptr;
+    size_t bytes = 0;
+    uint64_t freed = 0;  // when it was kept: the pool's count of kept blocks then
   };
   // A 2 MiB slab cut into pieces of one size class; bit k of `spare` stands for the piece at
   // base + k * piece (at most 32 pieces: 2 MiB / 64 KiB).
@@ -102,14 +107,28 @@ class BlockPool {
   // back to the system while spare); returned is what the caller must free outside the lock:
   // the slab when none of its pieces is out any more, a block that is no piece, or nothing.
   Kept drop(Kept k);
-  // Before a fresh block of a large class: gives back the oldest kept blocks (block_pool.cpp).
-  void make_room_for(size_t block);
+  // Under mu_: kept blocks freed longest ago, and before `freed_before`, none of class
+  // `spare_class`, about `need` bytes, taken from the pool for a large block to be made of
+  // their pages (block_pool.cpp).
+  std::vector<HugeBlock> take_oldest(size_t need, uint64_t freed_before, size_t spare_class);
+  // Under mu_, at a miss: whether take_oldest took blocks of this class lately (in the last
+  // round of problems used in turn); forgets that it did.
+  bool lost_lately(size_t block);
+  // A large block handed out again: its huge pages with nothing in memory are filled from
+  // blocks kept longer than it. False when a failed move left a hole in it (huge_page_fill).
+  bool fill_empty_pages(const Kept& hit);
   mutable std::mutex mu_;
   size_t limit_;
   bool needs_lease_;
   size_t held_ = 0;
   std::deque<Kept> kept_;  // in the order they were freed, oldest first
-  std::vector<size_t> taken_;  // classes whose kept blocks make_room_for gave back (the latest last)
+  // Classes whose kept blocks take_oldest took, and frees_ then.
+  struct Taken {
+    size_t block;
+    uint64_t at;
+  };
+  std::vector<Taken> taken_;
+  uint64_t frees_ = 0;         // blocks kept so far (Kept::freed)
   std::vector<Slab> slabs_;
 };
 

@@ -4,7 +4,10 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
+#include <vector>
 
 #include <sys/mman.h>
 
@@ -102,22 +105,72 @@ void* map_aligned(size_t rounded) {
 }
 }  // namespace
 
-void* huge_page_allocate(size_t bytes) {
-  if (bytes > static_cast<size_t>(-1) - 2 * kHugePageBytes) return nullptr;
-  const size_t rounded = mapped_bytes(bytes);
-  void* p = map_aligned(rounded);
-  const HugePagePolicy now = huge_page_policy();
-#if defined(MADV_HUGEPAGE)
-  if (p && now != HugePagePolicy::kOff) {
-    (void)madvise(p, rounded, MADV_HUGEPAGE);
-    if (now == HugePagePolicy::kAuto) probe(static_cast<char*>(p), rounded);
+namespace {
+enum class InMemory : uint8_t { kNone, kSome, kAll };
+
+// For each huge page of [p, p + rounded): how many of its 4 KiB pages are in memory
+// (mincore; kSome for all when it fails, so that nothing is moved into or out of them).
+std::vector<InMemory> residency(void* p, size_t rounded) {
+  constexpr size_t per = kHugePageBytes / kSmallPageBytes;
+  std::vector<InMemory> huge(rounded / kHugePageBytes, InMemory::kSome);
+  std::vector<unsigned char> small(rounded / kSmallPageBytes);
+  if (mincore(p, rounded, small.data()) != 0) return huge;
+  for (size_t u = 0; u < huge.size(); ++u) {
+    size_t in = 0;
+    for (size_t i = u * per; i < (u + 1) * per; ++i) in += small[i] & 1u;
+    huge[u] = in == 0 ? InMemory::kNone : in == per ? InMemory::kAll : InMemory::kSome;
   }
+  return huge;
+}
+}  // namespace
+
+namespace {
+// The advice of the policy now over [p, p + rounded).
+void advise(void* p, size_t rounded, HugePagePolicy now) {
+#if defined(MADV_HUGEPAGE)
+  if (now != HugePagePolicy::kOff) (void)madvise(p, rounded, MADV_HUGEPAGE);
 #endif
 #if defined(MADV_NOHUGEPAGE)
   // Said explicitly: where THP is "always" the kernel would use huge pages unasked (and under
   // ASan, malloc may hand out memory an earlier block advised).
-  if (p && now == HugePagePolicy::kOff) (void)madvise(p, rounded, MADV_NOHUGEPAGE);
+  if (now == HugePagePolicy::kOff) (void)madvise(p, rounded, MADV_NOHUGEPAGE);
 #endif
+}
+
+// After a failed mremap onto `at`: Linux unmaps the target before it checks the source, so
+// the hole is mapped again (never over another mapping). False when it could not be.
+bool still_mapped(char* at) {
+  void* m = mmap(at, kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (m == at) return true;
+  if (m != MAP_FAILED) {  // a kernel before 4.17 took the address as a hint
+    munmap(m, kHugePageBytes);
+    return false;
+  }
+  return errno == EEXIST;  // the target was left as it was
+}
+}  // namespace
+
+void* huge_page_allocate(size_t bytes, std::span<const HugeBlock> made_of) {
+  if (bytes > static_cast<size_t>(-1) - 2 * kHugePageBytes) {
+    huge_page_fill(nullptr, 0, made_of);
+    return nullptr;
+  }
+  const size_t rounded = mapped_bytes(bytes);
+  void* p = map_aligned(rounded);
+  if (!p && !made_of.empty()) {  // the blocks to move are still mapped: without them, once more
+    huge_page_fill(nullptr, 0, made_of);
+    made_of = {};
+    p = map_aligned(rounded);
+  }
+  const HugePagePolicy now = huge_page_policy();
+  if (p) advise(p, rounded, now);
+  if (!huge_page_fill(p, bytes, made_of)) {
+    munmap(p, rounded);
+    return nullptr;
+  }
+  // After the fill: a first huge page moved in is warm, and it is not fresh memory to judge.
+  if (p && now == HugePagePolicy::kAuto && residency(p, kHugePageBytes)[0] == InMemory::kNone)
+    probe(static_cast<char*>(p), rounded);
   return p;
 }
 
@@ -125,6 +178,49 @@ void huge_page_free(void* p, size_t bytes) {
   if (!p) return;
   if constexpr (kUnderAsan) std::free(p);
   else munmap(p, mapped_bytes(bytes));
+}
+
+size_t huge_page_empty_bytes(void* p, size_t bytes) {
+  if (kUnderAsan || !p) return 0;
+  const std::vector<InMemory> r = residency(p, mapped_bytes(bytes));
+  return static_cast<size_t>(std::count(r.begin(), r.end(), InMemory::kNone)) * kHugePageBytes;
+}
+
+bool huge_page_fill(void* to, size_t to_bytes, std::span<const HugeBlock> from) {
+  if (kUnderAsan || !to) {
+    for (const HugeBlock& b : from) huge_page_free(b.p, b.bytes);
+    return true;
+  }
+  char* const dst = static_cast<char*>(to);
+  const std::vector<InMemory> d = from.empty() ? std::vector<InMemory>() : residency(dst, mapped_bytes(to_bytes));
+  size_t j = 0;  // the next huge page of `to` that may be empty
+  bool moved = false, whole = true;
+  for (const HugeBlock& b : from) {
+    char* const src = static_cast<char*>(b.p);
+    const std::vector<InMemory> s = residency(src, mapped_bytes(b.bytes));
+    for (size_t i = 0; i < s.size(); ++i) {
+      char* const page = src + i * kHugePageBytes;
+      if (whole && s[i] == InMemory::kAll) {
+        while (j < d.size() && d[j] != InMemory::kNone) ++j;
+        if (j < d.size()) {
+          // MREMAP_FIXED replaces the empty page at the target; the source's range is left
+          // unmapped, so it is not unmapped again below (another thread may map it meanwhile).
+          char* const at = dst + j * kHugePageBytes;
+          if (mremap(page, kHugePageBytes, kHugePageBytes, MREMAP_MAYMOVE | MREMAP_FIXED, at) != MAP_FAILED) {
+            ++j;
+            moved = true;
+            continue;
+          }
+          whole = still_mapped(at);
+          j = d.size();  // no more moves after a failure
+        }
+      }
+      munmap(page, kHugePageBytes);
+    }
+  }
+  // A moved page keeps its source's advice, which may predate the policy's decision.
+  if (moved) advise(to, mapped_bytes(to_bytes), huge_page_policy());
+  return whole;
 }
 
 void set_huge_page_policy_for_testing(HugePagePolicy p) { policy().store(p); }

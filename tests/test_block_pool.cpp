@@ -435,6 +435,97 @@ TEST(BlockPool, AMissSparesLargeBlocksAndClassesInTurnEndUpKept) {
   pool.release();
 }
 
+// Which huge pages of [p, p + n) have all their 4 KiB pages in memory: '#' all, '.' none, '~' some.
+std::string huge_pages_in_memory(const void* p, size_t n) {
+  constexpr size_t per = sj::kHugePageBytes / 4096;
+  std::vector<unsigned char> v(n / 4096);
+  if (mincore(const_cast<void*>(p), n, v.data()) != 0) return "unmapped";
+  std::string out;
+  for (size_t u = 0; u < n / sj::kHugePageBytes; ++u) {
+    size_t in = 0;
+    for (size_t i = u * per; i < (u + 1) * per; ++i) in += v[i] & 1u;
+    out += in == 0 ? '.' : in == per ? '#' : '~';
+  }
+  return out;
+}
+
+// A miss for a large class is made of the pages in memory of the blocks it takes: they are
+// moved (their bytes come along, nothing is faulted in), first to first; a huge page of a taken
+// block that is only partly in memory is unmapped with the rest of that block.
+TEST(BlockPool, AMissIsMadeOfTheTakenBlocksPagesInMemory) {
+  if (sj::kUnderAsan) GTEST_SKIP() << "under AddressSanitizer huge blocks come from malloc";
+  constexpr size_t H = sj::kHugePageBytes;
+  HugePageSetting off(sj::HugePagePolicy::kOff);  // 4 KiB pages: one touched byte faults in one
+  BlockPool pool(64 * H);
+  char* a = static_cast<char*>(pool.allocate(4 * H, 64));
+  char* b = static_cast<char*>(pool.allocate(2 * H, 64));
+  ASSERT_TRUE(a && b);
+  std::memset(a, 'a', H);
+  std::memset(a + H, 'b', H);
+  a[2 * H] = 'c';  // one 4 KiB page of the third huge page
+  std::memset(b + H, 'd', H);
+  EXPECT_EQ(huge_pages_in_memory(a, 4 * H), "##~.");
+  EXPECT_EQ(huge_pages_in_memory(b, 2 * H), ".#");
+  pool.free(a, 4 * H);
+  pool.free(b, 2 * H);
+  char* c = static_cast<char*>(pool.allocate(8 * H, 64));  // takes a, then b
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(pool.held_bytes(), 0u);
+  EXPECT_EQ(huge_pages_in_memory(c, 8 * H), "###.....");
+  EXPECT_EQ(c[0], 'a');
+  EXPECT_EQ(c[H - 1], 'a');
+  EXPECT_EQ(c[H], 'b');
+  EXPECT_EQ(c[2 * H + 5], 'd');
+  EXPECT_EQ(huge_pages_in_memory(a, 4 * H), "unmapped");
+  EXPECT_EQ(huge_pages_in_memory(b, 2 * H), "unmapped");
+  pool.free(c, 8 * H);
+  // a's class lost its block; missing again right away it would take none (problems in
+  // turn), but long after (more frees than a round of all kept blocks) it takes blocks again.
+  for (int i = 0; i < 40; ++i) pool.free(pool.allocate(3 * H, 64), 3 * H);
+  EXPECT_EQ(pool.held_bytes(), 11 * H);
+  void* a2 = pool.allocate(4 * H, 64);
+  EXPECT_LT(pool.held_bytes(), 11 * H);
+  pool.free(a2, 4 * H);
+  pool.release();
+}
+
+// A block handed out again has its huge pages that hold nothing in memory filled from blocks
+// kept longer than it, never from blocks freed after it (those of problems used in turn).
+TEST(BlockPool, AHitFillsItsEmptyPagesFromBlocksKeptLongerThanIt) {
+  if (sj::kUnderAsan) GTEST_SKIP() << "under AddressSanitizer huge blocks come from malloc";
+  constexpr size_t H = sj::kHugePageBytes;
+  HugePageSetting off(sj::HugePagePolicy::kOff);
+  BlockPool pool(64 * H);
+  char* old = static_cast<char*>(pool.allocate(2 * H, 64));
+  char* a = static_cast<char*>(pool.allocate(4 * H, 64));
+  char* newer = static_cast<char*>(pool.allocate(2 * H, 64));
+  ASSERT_TRUE(old && a && newer);
+  std::memset(old, 'o', 2 * H);
+  std::memset(a, 'a', H);  // an upper-bound result filled to a quarter
+  std::memset(newer, 'n', 2 * H);
+  pool.free(old, 2 * H);
+  pool.free(a, 4 * H);
+  pool.free(newer, 2 * H);
+  EXPECT_EQ(pool.allocate(4 * H, 64), a);
+  EXPECT_EQ(huge_pages_in_memory(a, 4 * H), "###.");  // old's two pages moved in
+  EXPECT_EQ(a[H], 'o');
+  EXPECT_EQ(a[3 * H - 1], 'o');
+  EXPECT_EQ(pool.held_bytes(), 2 * H);
+  EXPECT_EQ(pool.allocate(2 * H, 64), newer);  // freed after a: not taken
+  EXPECT_EQ(huge_pages_in_memory(newer, 2 * H), "##");
+  pool.free(a, 4 * H);
+  pool.free(newer, 2 * H);
+  // In turn, the hit of a block with an empty page takes nothing freed after it.
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(pool.allocate(4 * H, 64), a);
+    EXPECT_EQ(huge_pages_in_memory(a, 4 * H), "###.");
+    pool.free(a, 4 * H);
+    EXPECT_EQ(pool.allocate(2 * H, 64), newer);
+    pool.free(newer, 2 * H);
+  }
+  pool.release();
+}
+
 TEST(BlockPool, ThreadsAllocatingAndFreeingConcurrentlyNeverShareABlock) {
   BlockPool pool(64 * kMin);
   std::vector<std::thread> threads;
