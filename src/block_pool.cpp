@@ -111,11 +111,11 @@ void* BlockPool::allocate(size_t bytes, size_t align) {
   }
   if (block < kMinBlock) return small_allocate(block, align);
   if (block >= kHugePageBytes && block <= limit_ && !keeps_nothing()) {
-    // A class that lost its blocks to others lately takes none in turn (see take_oldest).
+    // A class that lost its blocks to others lately takes none of theirs in turn (take_oldest).
     std::vector<HugeBlock> donors;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!lost_lately(block)) donors = take_oldest(block, std::numeric_limits<uint64_t>::max(), 0);
+      donors = take_oldest(block, may_take_before(block), 0);
     }
     return huge_page_allocate(block, donors);
   }
@@ -162,12 +162,14 @@ void* BlockPool::take_piece(size_t block) {
 // (each was freed after the block the hit returns). A kept block over twice what is still
 // needed stays (a 2 MiB miss must not take a 160 MiB result whose next call would fault it all
 // in again). A class whose blocks were taken so, and that then misses itself within about a
-// round of the blocks kept, takes nothing (lost_lately): problems used in turn would otherwise
-// take each other's blocks on every miss; this way they all end up kept. A loss longer ago does
-// not count: a class of 2 MiB is taken from and missed by many unrelated problems, and a
-// first version that remembered every loss left those misses to fault fresh pages. The classes
-// are remembered until they miss (a few dozen at most: classes of 2 MiB and up are quarter
-// steps of powers of two) or the pool is released.
+// round of the blocks kept, takes only blocks kept before that loss (may_take_before):
+// problems used in turn would otherwise take each other's blocks on every miss; this way they
+// all end up kept, while a call whose first miss took an old block of its second one's class
+// still makes the second of other old blocks (bcsstk08: a 4 MiB miss took a kept 6 MiB block,
+// and its 6 MiB miss then faulted fresh pages when such a class took nothing). A loss longer
+// ago does not count: a class of 2 MiB is taken from and missed by many unrelated problems.
+// The classes are remembered until they miss (a few dozen at most: classes of 2 MiB and up
+// are quarter steps of powers of two) or the pool is released.
 std::vector<HugeBlock> BlockPool::take_oldest(size_t need, uint64_t freed_before, size_t spare_class) {
   std::vector<HugeBlock> donors;
   size_t got = 0;
@@ -189,14 +191,16 @@ std::vector<HugeBlock> BlockPool::take_oldest(size_t need, uint64_t freed_before
   return donors;
 }
 
-bool BlockPool::lost_lately(size_t block) {
+uint64_t BlockPool::may_take_before(size_t block) {
+  constexpr uint64_t kAny = std::numeric_limits<uint64_t>::max();
   const auto it = std::find_if(taken_.begin(), taken_.end(), [&](const Taken& t) { return t.block == block; });
-  if (it == taken_.end()) return false;
+  if (it == taken_.end()) return kAny;
   // In turn, each kept block is freed again about once a round: a loss fewer frees ago than
   // twice the blocks kept (and some temporaries) is one of this round.
-  const bool lately = frees_ - it->at <= 2 * kept_.size() + 16;
+  const uint64_t at = it->at;
+  const bool lately = frees_ - at <= 2 * kept_.size() + 16;
   taken_.erase(it);
-  return lately;
+  return lately ? at + 1 : kAny;
 }
 
 bool BlockPool::fill_empty_pages(const Kept& hit) {

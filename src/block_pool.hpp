@@ -23,9 +23,9 @@
 // needs), and gives all of it back when the last context is destroyed. A miss for a class of
 // 2 MiB or more takes blocks freed longest ago, about as many bytes as it needs (none over
 // twice that), and the fresh block is made of their pages in memory (moved, not touched
-// again); a class that lost its blocks so and misses again takes none; a large block handed
-// out again has its huge pages with nothing in memory filled so, from blocks kept longer than
-// it (take_oldest).
+// again); a class that lost its blocks so and misses soon after takes only blocks kept before
+// that loss; a large block handed out again has its huge pages with nothing in memory filled
+// so, from blocks kept longer than it and of another class (take_oldest).
 // Pooled blocks are poisoned under ASan, so a use after sj_tensor_destroy is still reported.
 #pragma once
 #include <algorithm>
@@ -111,9 +111,10 @@ class BlockPool {
   // `spare_class`, about `need` bytes, taken from the pool for a large block to be made of
   // their pages (block_pool.cpp).
   std::vector<HugeBlock> take_oldest(size_t need, uint64_t freed_before, size_t spare_class);
-  // Under mu_, at a miss: whether take_oldest took blocks of this class lately (in the last
-  // round of problems used in turn); forgets that it did.
-  bool lost_lately(size_t block);
+  // Under mu_, at a miss: the `freed_before` of take_oldest. Where take_oldest took blocks of
+  // this class lately (in the last round of problems used in turn), only blocks kept before
+  // that; forgets the loss.
+  uint64_t may_take_before(size_t block);
   // A large block handed out again: its huge pages with nothing in memory are filled from
   // blocks kept longer than it. False when a failed move left a hole in it (huge_page_fill).
   bool fill_empty_pages(const Kept& hit);

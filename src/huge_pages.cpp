@@ -122,9 +122,7 @@ std::vector<InMemory> residency(void* p, size_t rounded) {
   }
   return huge;
 }
-}  // namespace
 
-namespace {
 // The advice of the policy now over [p, p + rounded).
 void advise(void* p, size_t rounded, HugePagePolicy now) {
 #if defined(MADV_HUGEPAGE)

@@ -489,6 +489,28 @@ TEST(BlockPool, AMissIsMadeOfTheTakenBlocksPagesInMemory) {
   pool.release();
 }
 
+// A call whose first miss took an old block of its second block's class: the second miss
+// still takes other blocks kept before that loss (never the first block's, freed after it).
+TEST(BlockPool, AClassThatLostItsBlockTakesOnlyBlocksKeptBeforeTheLoss) {
+  constexpr size_t H = sj::kHugePageBytes;
+  HugePageSetting off(sj::HugePagePolicy::kOff);
+  BlockPool pool(64 * H);
+  void* six = pool.allocate(6 * H, 64);
+  void* two = pool.allocate(2 * H, 64);
+  pool.free(six, 6 * H);
+  pool.free(two, 2 * H);
+  void* four = pool.allocate(4 * H, 64);  // takes six, the oldest
+  EXPECT_EQ(pool.held_bytes(), 2 * H);
+  void* six2 = pool.allocate(6 * H, 64);  // six's class lost its block just now: takes two
+  EXPECT_EQ(pool.held_bytes(), 0u);
+  pool.free(four, 4 * H);
+  pool.free(six2, 6 * H);
+  void* two2 = pool.allocate(2 * H, 64);  // lost just now too, and four and six2 came after
+  EXPECT_EQ(pool.held_bytes(), 10 * H);
+  pool.free(two2, 2 * H);
+  pool.release();
+}
+
 // A block handed out again has its huge pages that hold nothing in memory filled from blocks
 // kept longer than it, never from blocks freed after it (those of problems used in turn).
 TEST(BlockPool, AHitFillsItsEmptyPagesFromBlocksKeptLongerThanIt) {
