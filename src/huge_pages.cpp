@@ -167,8 +167,9 @@ void* huge_page_allocate(size_t bytes, std::span<const HugeBlock> made_of) {
     return nullptr;
   }
   // After the fill: a first huge page moved in is warm, and it is not fresh memory to judge.
-  if (p && now == HugePagePolicy::kAuto && residency(p, kHugePageBytes)[0] == InMemory::kNone)
-    probe(static_cast<char*>(p), rounded);
+  // (Only mapped memory is asked: malloc's, under ASan, may be in memory already.)
+  const bool moved_in = p && !kUnderAsan && !made_of.empty() && residency(p, kHugePageBytes)[0] != InMemory::kNone;
+  if (p && now == HugePagePolicy::kAuto && !moved_in) probe(static_cast<char*>(p), rounded);
   return p;
 }
 

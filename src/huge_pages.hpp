@@ -41,12 +41,12 @@ struct HugeBlock {
 };
 
 // `bytes` rounded up to whole huge pages (at least one), 2 MiB-aligned and advised as the policy
-// says; null when out of memory. Mapped from the kernel, not malloc's heap: freeing it unmaps it
-// at once (with aligned_alloc, whether a freed block went back to the kernel depended on glibc's
-// moving mmap threshold). `made_of`: blocks whose pages the new one takes (huge_page_fill) before
-// anything touches it; they are gone afterwards (null when out of memory, or when a failed
-// move left a hole). Under AddressSanitizer from malloc, whose redzones and quarantine report
-// overruns and uses after free.
+// says; null when out of memory (or when a failed move left a hole in it). Mapped from the
+// kernel, not malloc's heap: freeing it unmaps it at once (with aligned_alloc, whether a freed
+// block went back to the kernel depended on glibc's moving mmap threshold). `made_of`: blocks
+// whose pages the new one takes (huge_page_fill) before anything touches it; they are gone
+// afterwards, whatever is returned. Under AddressSanitizer from malloc, whose redzones and
+// quarantine report overruns and uses after free.
 void* huge_page_allocate(size_t bytes, std::span<const HugeBlock> made_of = {});
 // Frees a huge_page_allocate block; `bytes` as it was asked for.
 void huge_page_free(void* p, size_t bytes);
