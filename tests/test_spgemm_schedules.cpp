@@ -3,7 +3,9 @@
 // schedule (same structure, same value bits) on random and real inputs; auto picks ours.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -23,14 +25,16 @@ using sj::Tensor;
 using sj::test::Rng;
 using sj::test::Values;
 
+sj::Context make_context(int threads) {
+  sj_config c;
+  sj_config_init(&c);
+  c.threads = threads;
+  c.disable_disk_cache = 1;
+  return sj::Context(c);
+}
+
 const sj::Context& context() {
-  static const sj::Context ctx = [] {
-    sj_config c;
-    sj_config_init(&c);
-    c.threads = 1;
-    c.disable_disk_cache = 1;
-    return sj::Context(c);
-  }();
+  static const sj::Context ctx = make_context(1);
   return ctx;
 }
 
@@ -290,6 +294,91 @@ class PinnedDenseRowLoop {
   explicit PinnedDenseRowLoop(sj::DenseRowLoop loop) { sj::set_dense_row_loop(loop); }
   ~PinnedDenseRowLoop() { sj::set_dense_row_loop(sj::DenseRowLoop::Timed); }
 };
+
+// Rows dense in their column span, each after another such row, run the dense accumulator's
+// span rows (DenseAcc::span_row: sums kept at the semiring's identity, no test per product):
+// the same bits as the reference, also where a column's only products are -0.0 (an identity
+// of +0.0 would give +0.0), where NaN and infinity enter a sum, where a span row follows a
+// row whose span is far too wide for one (the list loops run it), and where a row's products
+// are all empty, and on 3 threads. Full bands of 41 (every row fills its span, of 41-81
+// columns), so every row after the first of a run takes the span path. (Min-plus on floating
+// point has no exact identity: it runs the list loops, for comparison.)
+template <class I, class V> void rows_dense_in_their_span(sj_semiring s) {
+  const int64_t m = 300, inner = 304, cols = 20000, half = 20;
+  const V nan = std::is_same_v<V, uint8_t> ? V(1) : std::numeric_limits<V>::quiet_NaN();
+  const V inf = std::is_same_v<V, uint8_t> ? V(1) : std::numeric_limits<V>::infinity();
+  const bool boolean = std::is_same_v<V, uint8_t>;
+  sj::CsResult<I, V> a{m, inner, {0}, {}, {}}, b{inner, cols, {0}, {}, {}};
+  for (int64_t i = 0; i < m; ++i) {
+    auto put = [&](int64_t k, V v) {
+      a.crd.push_back(static_cast<I>(k));
+      a.val.push_back(v);
+    };
+    if (i == 120) {  // span [0, cols - 1] for ~41 multiplies: too wide, after dense rows
+      put(0, V(1));
+      put(1, V(1));
+      put(300, V(1));
+    } else if (i == 200) {  // B's rows 301-303 are empty: no products
+      put(301, V(1));
+      put(302, V(1));
+      put(303, V(1));
+    } else {
+      for (int64_t k = std::max<int64_t>(0, i - half); k <= std::min<int64_t>(299, i + half); ++k)
+        put(k, boolean ? V((i + k) % 3 != 0) : i == 150 ? V(-1) : V(static_cast<double>((i * 7 + k) % 5) - 2));
+    }
+    a.pos.push_back(static_cast<int64_t>(a.crd.size()));
+  }
+  for (int64_t k = 0; k < inner; ++k) {
+    if (k < 300) {
+      for (int64_t j = std::max<int64_t>(0, k - half); j <= std::min<int64_t>(cols - 1, k + half); ++j) {
+        b.crd.push_back(static_cast<I>(j));
+        // Column 150 holds zeros only: row 150 (all -1) gets -0.0 there.
+        b.val.push_back(boolean ? V((k + j) % 4 != 0)
+                        : j == 150 ? V(0)
+                        : k == 40 && j == 45 ? nan
+                        : k == 60 && j == 61 ? inf
+                                              : V(static_cast<double>((k * 3 + j) % 7) * 0.5 - 1.25));
+      }
+    } else if (k == 300) {
+      b.crd.push_back(static_cast<I>(cols - 1));
+      b.val.push_back(V(1));
+    }
+    b.pos.push_back(static_cast<int64_t>(b.crd.size()));
+  }
+  const Tensor A = tensor(a), B = tensor(b);
+  check_spgemm(A, B, options(s), "dense span rows " + std::string(sj::to_string(s)) + " " + A.describe());
+  // On 3 threads each chunk starts from its thread's last row (a hint only): the same bits.
+  static const sj::Context three = make_context(3);
+  sj_op_options o = options(s);
+  o.schedule = SJ_SCHEDULE_GUSTAVSON_DENSE;
+  sj::Plan parallel(three, sj::OpRequest{SJ_OP_SPGEMM, {A, B}, o});
+  EXPECT_TRUE(identical(run_plan(SJ_OP_SPGEMM, {A, B}, options(s), SJ_SCHEDULE_REFERENCE), parallel.execute({A, B})))
+      << "dense span rows on 3 threads " << sj::to_string(s);
+  EXPECT_EQ(parallel.explain_text().find("last execution: 1 chunk(s)"), std::string::npos) << parallel.explain_text();
+  if (!boolean && s == SJ_SEMIRING_PLUS_TIMES) {  // the -0.0 is there to be kept
+    const Tensor C = run_plan(SJ_OP_SPGEMM, {A, B}, options(s), SJ_SCHEDULE_GUSTAVSON_DENSE);
+    const int64_t* cp = C.levels[1].pos.as<int64_t>();
+    bool found = false;
+    for (int64_t p = cp[150]; p < cp[151]; ++p)
+      if (sj::crd_at(C.levels[1], C.index_type, p) == 150) {
+        const V v = C.values.as<V>()[p];
+        found = v == V(0) && std::signbit(v);
+      }
+    EXPECT_TRUE(found) << "C(150, 150) should be -0.0";
+  }
+}
+
+TEST(SpgemmSchedules, RowsDenseInTheirSpanMatchTheReference) {
+  for (sj::DenseRowLoop loop : {sj::DenseRowLoop::Branching, sj::DenseRowLoop::BranchFree}) {
+    PinnedDenseRowLoop pin(loop);
+    for (sj_semiring s : {SJ_SEMIRING_PLUS_TIMES, SJ_SEMIRING_PLUS_PAIR, SJ_SEMIRING_MIN_PLUS}) {
+      rows_dense_in_their_span<int32_t, double>(s);
+      rows_dense_in_their_span<int64_t, float>(s);
+    }
+    rows_dense_in_their_span<int32_t, uint8_t>(SJ_SEMIRING_OR_AND);
+  }
+}
+
 
 // Left to the timing, a plan's executions run both loops (warm-up, trials, then the faster):
 // each execution's result is the reference's, bit for bit.
