@@ -525,7 +525,7 @@ template <class S, class I, class V> struct DenseAcc {
   // Row i, where the last row was dense in its span: every product is added to sums[j]
   // (kept at the identity, so the first product of a column needs no test) and marks column
   // j, and the marks over the row's span give its columns in order. No branch per product,
-  // no list, no sort: on banded and finite-element matrices 20-30% less time than the list
+  // no list, no sort: on banded and finite-element matrices 15-30% less time than the list
   // loops (tomography, mbeacxc, bcsstm13, bcsstk08). A row whose span is wider than
   // kSpanRowMaxPerMultiply times its multiplies (so certainly not dense) returns -1 before
   // touching anything: the list loops run it. Same additions in the same order as those loops
