@@ -485,9 +485,8 @@ template <class S, class I, class V> struct DenseAcc {
     };
     if constexpr (ExactIdentity<S>::exists) {
       if (ws.dense_span) {
-        n = span_row(A, B, i, oc, ov, st, ws);
-        if (n >= 0) return n;
-        n = 0;
+        const int64_t spanned = span_row(A, B, i, oc, ov, st, ws);
+        if (spanned >= 0) return spanned;
       }
     }
     if (branch_free) {
