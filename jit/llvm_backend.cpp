@@ -1,4 +1,7 @@
-#include "jit/llvm_backend.hpp"
+// The LLVM module, libsparsejit-llvm.so: the code generator of index-notation kernels behind
+// jit/llvm_backend.hpp, loaded by the library on first use (jit/llvm_module.hpp says why and
+// what crosses the boundary; jit/llvm_loader.cpp loads it). Exports one symbol.
+#include "jit/llvm_module.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -8,11 +11,8 @@
 #include <mutex>
 #include <optional>
 
-#include "cache/kernel_key.hpp"
-#include "cache/persistent_store.hpp"
-#include "jit/isa.hpp"
-#include "kernels/einsum_output.hpp"
-#include "src/environment.hpp"
+#include "kernels/emit_sink.hpp"
+#include "sparsejit_build_info.hpp"
 #include "src/error.hpp"
 
 #include "llvm/ExecutionEngine/ObjectCache.h"
@@ -35,7 +35,6 @@ extern "C" void sj_einsum_emit(void* sink, const int64_t* coords, double value) 
   auto* s = static_cast<sj::einsum::EmitSink*>(sink);
   s->emit(s, coords, value);
 }
-extern "C" void sj_einsum_sort(int64_t* list, int64_t n) { sj::einsum::sort_workspace_list(list, n); }
 
 namespace sj::jit {
 namespace {
@@ -54,47 +53,11 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // ---------------------------------------------------------------------------------------------
 // IR generation
 
-// The SIMD fast lane of two-way intersections (gen_simd_lane): block width and compare.
-struct SimdLane {
-  unsigned width = 0;   // coordinates per block; 0: no fast lane (scalar-only build, no AVX2)
-  bool native = false;  // VP2INTERSECT compare (else W broadcast compares)
-  std::string text() const { return width == 0 ? "off" : cat("w", width, native ? "n" : "b"); }
-};
-
-// From the host (jit/isa.hpp, capped by SPARSEJIT_ISA): AVX-512 with VP2INTERSECT: one zmm
-// register per block (16 i32 / 8 i64 coordinates) and the native compare; AVX-512 or AVX2
-// without it: 8 i32 / 4 i64 coordinates and broadcast compares; scalar: no lane.
-// SPARSEJIT_EINSUM_LANE (w4|w8|w16, suffix n or b, or off) overrides it, for ablation; an
-// override the CPU cannot run is ignored.
-SimdLane choose_lane(const EinsumKernelSpec& spec) {
-  SimdLane l;
-  const sj_isa cap = default_isa();  // the tier the asmjit kernels use too
-  if (spec.scalar_only || cap == SJ_ISA_SCALAR) return l;
-  const bool i64c = spec.index_type == IndexType::I64;
-  const bool avx512 = cap == SJ_ISA_AVX512;
-  const bool vp2i = avx512 && host_features().vp2intersect;
-  l.width = vp2i ? (i64c ? 8 : 16) : (i64c ? 4 : 8);
-  l.native = vp2i;
-  // Width 4, 8 or 16, each plain, with broadcast compares (b) or VP2INTERSECT (n).
-  if (const std::optional<size_t> i = env::choice(
-          "SPARSEJIT_EINSUM_LANE", {"off", "w4", "w4b", "w4n", "w8", "w8b", "w8n", "w16", "w16b", "w16n"},
-          "the default lane")) {
-    if (*i == 0) return SimdLane{};
-    const unsigned w = 4u << ((*i - 1) / 3);
-    const bool native = (*i - 1) % 3 == 2;
-    const unsigned bits = w * (i64c ? 64 : 32);
-    if ((bits == 256 || (bits == 512 && avx512) || (bits == 128 && !native)) && (!native || vp2i)) {
-      l.width = w;
-      l.native = native;
-    }
-  }
-  return l;
-}
-
 class NestCodegen {
  public:
-  NestCodegen(LLVMContext& c, Module& m, const EinsumKernelSpec& s, SimdLane l, bool gathers)
-      : C(c), M(m), B(c), spec(s), lane(l), gathers_allowed(gathers), nest(*s.nest), term(*s.term), e(*s.expr) {}
+  NestCodegen(LLVMContext& c, Module& m, const LlvmCompileRequest& r)
+      : C(c), M(m), B(c), spec(*r.spec), lane(r.lane), gathers_allowed(r.gathers), factor_texts(r.factor_texts),
+        nest(*spec.nest), term(*spec.term), e(*spec.expr) {}
 
   // The loops given gather blocks (gen_gather_blocks), as "k: x(k)", one per loop; empty if none.
   std::string gathered;
@@ -374,7 +337,7 @@ class NestCodegen {
     B.SetInsertPoint(after);
   }
   // An entry of a sparse output: appended in the sink's lane while it has room, else handed
-  // to sj_einsum_emit (kernels/einsum_output.hpp, EmitSink, says how the lane works).
+  // to sj_einsum_emit (kernels/emit_sink.hpp, EmitSink, says how the lane works).
   void emit_entry(Value* v) {
     for (size_t m = 0; m < e.output.indices.size(); ++m)
       B.CreateStore(B.CreateLoad(i64, idx[e.output.indices[m]]), B.CreateConstGEP1_64(i64, coords, m));
@@ -786,7 +749,7 @@ class NestCodegen {
       Value* n = B.getInt64(value_align.value());
       for (int v : term.factors[f].indices) n = B.CreateMul(n, dim[v]);
       bytes = B.CreateAdd(bytes, n);
-      names += cat(names.empty() ? "" : ", ", einsum::Expression::access_text(e, term.factors[f]));
+      names += cat(names.empty() ? "" : ", ", factor_texts[f]);
     }
     gathered += cat(gathered.empty() ? "" : "; ", e.index_names[lp.index], ": ", names);
     Value* in_window = B.CreateAnd(B.CreateICmpSGT(bytes, gather_lo), B.CreateICmpSLE(bytes, gather_hi));
@@ -890,6 +853,7 @@ class NestCodegen {
   const EinsumKernelSpec& spec;
   const SimdLane lane;
   const bool gathers_allowed;
+  const std::vector<std::string>& factor_texts;
   const LoopNest& nest;
   const einsum::Term& term;
   const einsum::Expression& e;
@@ -910,39 +874,35 @@ class NestCodegen {
 // The process-wide JIT, its compiler and the object cache
 
 // Objects keyed by module identifier: the identifier is the kernel's canonical key text,
-// whose hash names the store entry; the payload starts with the text, checked on load.
+// whose hash names the store entry (the library's side of LlvmCompileRequest::load); the
+// payload starts with the text, checked on load.
 class StoreObjectCache : public ObjectCache {
  public:
-  cache::PersistentStore* store = nullptr;  // set for the compile in progress (under the compile mutex)
+  const LlvmCompileRequest* request = nullptr;  // set for the compile in progress (under the compile mutex)
   bool hit = false;
 
-  static cache::KernelKey key_for(const std::string& text) {
-    auto k = cache::KernelKey::make(cache::KeyKind::LlvmObject);
-    k.detail = cache::hash64(text.data(), text.size());
-    return k;
-  }
   std::unique_ptr<MemoryBuffer> getObject(const Module* m) override {
-    if (!store) return nullptr;
+    if (!request || !request->store) return nullptr;
     const std::string text = m->getModuleIdentifier();
-    auto payload = store->load(key_for(text));
-    if (!payload || payload->size() < 8) return nullptr;
+    std::string payload;
+    if (!request->load(request->store, text, &payload) || payload.size() < 8) return nullptr;
     uint64_t len;
-    std::memcpy(&len, payload->data(), 8);
-    if (len != text.size() || payload->size() < 8 + len || std::memcmp(payload->data() + 8, text.data(), len) != 0)
+    std::memcpy(&len, payload.data(), 8);
+    if (len != text.size() || payload.size() < 8 + len || std::memcmp(payload.data() + 8, text.data(), len) != 0)
       return nullptr;  // a different kernel with the same hash: compile instead
     hit = true;
-    StringRef obj(reinterpret_cast<const char*>(payload->data()) + 8 + len, payload->size() - 8 - len);
+    StringRef obj(payload.data() + 8 + len, payload.size() - 8 - len);
     return MemoryBuffer::getMemBufferCopy(obj, "sj-einsum-cached");
   }
   void notifyObjectCompiled(const Module* m, MemoryBufferRef obj) override {
-    if (!store) return;
+    if (!request || !request->store) return;
     const std::string text = m->getModuleIdentifier();
     std::string payload(8, '\0');
     uint64_t len = text.size();
     std::memcpy(payload.data(), &len, 8);
     payload += text;
     payload.append(obj.getBufferStart(), obj.getBufferSize());
-    store->store(key_for(text), payload);
+    request->save(request->store, text, payload);
   }
 };
 
@@ -994,6 +954,8 @@ struct Jit {
   uint64_t counter = 0;
 };
 
+LlvmModuleHost g_host{};  // set once, by sparsejit_llvm_module
+
 Jit& jit() {
   static Jit* j = [] {
     auto* j = new Jit;  // lives for the process (kernels may be destroyed during exit)
@@ -1027,7 +989,7 @@ Jit& jit() {
     auto& es = j->lljit->getExecutionSession();
     orc::SymbolMap syms;
     syms[es.intern("sj_einsum_emit")] = JITEvaluatedSymbol(pointerToJITTargetAddress(&sj_einsum_emit), JITSymbolFlags::Exported);
-    syms[es.intern("sj_einsum_sort")] = JITEvaluatedSymbol(pointerToJITTargetAddress(&sj_einsum_sort), JITSymbolFlags::Exported);
+    syms[es.intern("sj_einsum_sort")] = JITEvaluatedSymbol(pointerToJITTargetAddress(g_host.sort_list), JITSymbolFlags::Exported);
     // The optimiser may turn a loop of stores into a call (a kernel that starts its dense
     // output zeroes a row of it: memset).
     syms[es.intern("memset")] = JITEvaluatedSymbol(pointerToJITTargetAddress(&std::memset), JITSymbolFlags::Exported);
@@ -1039,42 +1001,28 @@ Jit& jit() {
   return *j;
 }
 
-// Gather blocks (NestCodegen::gen_gather_blocks) where the kernels may use AVX-512F: the tier
-// the asmjit kernels use (jit/isa.hpp, capped by SPARSEJIT_ISA), not the scalar-only build.
-bool choose_gathers(const EinsumKernelSpec& spec) { return !spec.scalar_only && default_isa() == SJ_ISA_AVX512; }
-
-std::string key_text(const EinsumKernelSpec& s, const SimdLane& lane, bool gathers, const Jit& j) {
-  return cat("einsum v4|lane=", lane.text(), "|gathers=", gathers, "|", s.expr->canonical(), "|", s.nest->signature(*s.expr, *s.term), "|index=", to_string(s.index_type),
-             "|value=", to_string(s.value_type), "|semiring=", to_string(s.semiring), "|scalar=", s.scalar_only, "|start_output=", s.start_output,
-             "|cpu=", j.cpu, "|features=", j.features);
-}
-
-}  // namespace
-
-EinsumKernel::~EinsumKernel() {
-  if (!dylib) return;
+void remove_kernel(void* dylib) {
   Jit& j = jit();
   std::lock_guard lock(j.mutex);
   auto* jd = static_cast<orc::JITDylib*>(dylib);
   if (auto err = j.lljit->getExecutionSession().removeJITDylib(*jd)) consumeError(std::move(err));
 }
 
-std::string llvm_host_target() {
+std::string host_target() {
   Jit& j = jit();
   return j.cpu + " " + j.features;
 }
 
-EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::PersistentStore* store, bool want_ir) {
+EinsumCompileResult compile(const LlvmCompileRequest& request) {
   auto t0 = std::chrono::steady_clock::now();
   EinsumCompileResult res;
+  const EinsumKernelSpec& spec = *request.spec;
   Jit& j = jit();
   if (!j.lljit) {
     res.error = "LLVM JIT unavailable: " + j.error;
     return res;
   }
-  const SimdLane lane = choose_lane(spec);
-  const bool gathers = choose_gathers(spec);
-  const std::string text = key_text(spec, lane, gathers, j);
+  const std::string text = cat(request.key_prefix, "|cpu=", j.cpu, "|features=", j.features);
   std::lock_guard lock(j.mutex);
   if (auto it = j.live.find(text); it != j.live.end())
     if (auto k = it->second.lock()) {
@@ -1089,7 +1037,7 @@ EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::P
     mod->setDataLayout(j.lljit->getDataLayout());
     mod->setTargetTriple(j.lljit->getTargetTriple().str());
     const std::string fname = "sj_einsum_kernel";
-    NestCodegen gen(*ctx, *mod, spec, lane, gathers);
+    NestCodegen gen(*ctx, *mod, request);
     Function* f = gen.run(fname);
     f->addFnAttr("target-cpu", spec.scalar_only ? "x86-64" : j.cpu);
     f->addFnAttr("target-features", spec.scalar_only ? "" : j.features);
@@ -1108,21 +1056,22 @@ EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::P
     jd.addToLinkOrder(j.lljit->getMainJITDylib());
     auto kernel = std::make_shared<EinsumKernel>();
     kernel->dylib = &jd;  // removed with the kernel from here on
+    kernel->remove = &remove_kernel;
     kernel->key_text = text;
     kernel->gathered = gen.gathered;
     kernel->starts_output = gen.starts_output();
-    j.cache.store = store;
+    j.cache.request = &request;
     j.cache.hit = false;
     if (j.compiler) j.compiler->scalar_only = spec.scalar_only;
     if (auto err = j.lljit->addIRModule(jd, orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
       res.error = toString(std::move(err));
-      j.cache.store = nullptr;
+      j.cache.request = nullptr;
       kernel->dylib = nullptr;
       (void)j.lljit->getExecutionSession().removeJITDylib(jd);
       return res;
     }
     auto addr = j.lljit->lookup(jd, fname);
-    j.cache.store = nullptr;
+    j.cache.request = nullptr;
     if (!addr) {
       res.error = toString(addr.takeError());
       kernel->dylib = nullptr;
@@ -1138,9 +1087,23 @@ EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::P
     res.error = ex.what();
     return res;
   }
-  (void)want_ir;
   res.ms = ms_since(t0);
   return res;
 }
 
+constexpr LlvmModuleApi kApi{&compile, &host_target};
+
+}  // namespace
 }  // namespace sj::jit
+
+// The one symbol the module exports (the library looks it up by name: kLlvmModuleEntry).
+extern "C" __attribute__((visibility("default"))) const sj::jit::LlvmModuleApi* sparsejit_llvm_module(
+    const sj::jit::LlvmModuleHost* host, std::string* error) {
+  using namespace sj::jit;
+  if (std::strcmp(host->build_id, SPARSEJIT_BUILD_ID) != 0) {
+    *error = sj::cat("it is from build ", SPARSEJIT_BUILD_ID, ", the library is build ", host->build_id);
+    return nullptr;
+  }
+  if (!g_host.sort_list) g_host = *host;  // (loaded once per process; the same host every time)
+  return &kApi;
+}

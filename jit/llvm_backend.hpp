@@ -4,6 +4,8 @@
 // runtime's PersistentStore, so another process with the same cache folder links the stored
 // object instead of compiling (each kernel lives in its own JITDylib and is removed when its
 // last owner goes). Compiled kernels are also shared in memory by key.
+// The code generator lives in a module of its own that the library loads on first use
+// (jit/llvm_module.hpp says why); these functions load it (jit/llvm_loader.cpp).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -51,7 +53,10 @@ struct EinsumKernelSpec {
 
 class EinsumKernel {
  public:
-  ~EinsumKernel();
+  // (Inline: the module creates kernels, the library drops them.)
+  ~EinsumKernel() {
+    if (dylib && remove) remove(dylib);
+  }
   EinsumKernelFn fn = nullptr;
   std::string key_text;  // the canonical text the cache keys by
   // The innermost loops whose located dense vectors are read eight values at a time by a
@@ -64,22 +69,26 @@ class EinsumKernel {
   // which for SpMV's y was a write and a read of the whole vector more.
   bool starts_output = false;
   void* dylib = nullptr;  // llvm::orc::JITDylib*, removed with the kernel
+  void (*remove)(void* dylib) = nullptr;  // the module's removal of it
 };
 
 struct EinsumCompileResult {
   std::shared_ptr<const EinsumKernel> kernel;  // null when compilation failed
   std::string source;   // "compiled", "memory" or "disk"
-  double ms = 0;        // time to get the kernel (IR build + optimise + codegen + link, or load)
+  double ms = 0;        // time to get the kernel (IR build + optimise + codegen + link, or load; the
+                        // first in a process also loads the LLVM module)
   std::string error;    // why it failed
   std::string ir;       // the optimised IR (only when asked, for explain/debugging)
 };
 
 // Compiles (or finds) the kernel for `spec`. `store` may be null (no disk cache). Never
-// throws for a failure of LLVM; the caller falls back to the reference evaluator.
+// throws for a failure of LLVM, nor when the module cannot be loaded (the error says where it
+// was looked for); the caller falls back to the reference evaluator.
 EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::PersistentStore* store,
                                           bool want_ir = false);
 
-// The host CPU name and features the backend targets ("skylake-avx512 +avx2,...").
+// The host CPU name and features the backend targets ("skylake-avx512 +avx2,..."); empty
+// when the module cannot be loaded.
 std::string llvm_host_target();
 
 }  // namespace sj::jit

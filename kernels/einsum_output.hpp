@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/emit_sink.hpp"
 #include "sparsejit/sparsejit.h"
 #include "src/convert.hpp"
 #include "src/work_partition.hpp"
@@ -40,27 +41,6 @@ template <class T> class AppendArray {
   std::vector<T> buf_;
   size_t n_ = 0;
 };
-
-// The kernel calls sj_einsum_emit(sink, coords, value) with coordinates in mode order, unless
-// the sink's lane has room: then generated code appends the entry itself, with no call (a
-// call per entry was about half of y(i) = A(i,k) * x(k) into a sparse vector). The lane serves
-// layouts of one compressed level after at most two dense ones: the entry's coordinate is
-// coords[lane_j_mode], its dense position coords[lane_p_mode[0]] * lane_p_mul[0] +
-// coords[lane_p_mode[1]] * lane_p_mul[1] - lane_p_base. While lane_n < lane_cap the kernel
-// writes lane_crd[lane_n] and lane_val[lane_n], adds one to lane_counts[position] and
-// increments lane_n; at lane_cap it calls emit, which grows the arrays and opens the lane
-// again. lane_cap 0: every entry through emit. Generated code reads the fields at their
-// offsets (jit/llvm_backend.cpp), so the struct stays standard-layout.
-struct EmitSink {
-  void (*emit)(EmitSink* self, const int64_t* coords, double value) = nullptr;
-  int64_t* lane_crd = nullptr;
-  double* lane_val = nullptr;
-  int64_t* lane_counts = nullptr;
-  int64_t lane_n = 0, lane_cap = 0;
-  int64_t lane_j_mode = 0, lane_p_base = 0;
-  int64_t lane_p_mode[2] = {0, 0}, lane_p_mul[2] = {0, 0};
-};
-static_assert(std::is_standard_layout_v<EmitSink>);
 
 // Sorts a `where` workspace's list of touched coordinates (generated kernels call it through
 // sj_einsum_sort before draining the workspace in order).

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs a built tree into a temporary prefix and uses it as an outside project would:
 # find_package(sparsejit) with the project's version, pkg-config, the SONAME and version of the
-# library, `nm -D` to check that only sj_* is exported, and that the installed header documents
-# every function (scripts/check-header-docs.py).
+# library, `nm -D` to check that only sj_* is exported, that the LLVM module is installed and
+# found beside the library (which does not link libLLVM), and that the installed header
+# documents every function (scripts/check-header-docs.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -20,10 +21,15 @@ pc_version=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --modversion sparsej
 others=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^sj_' || true)
 [ -z "$others" ] || { echo "exported symbols other than sj_*:"; echo "$others"; exit 1; }
 readelf -d "$lib" | grep -q TEXTREL && { echo "libsparsejit.so has text relocations"; exit 1; }
+# LLVM is a module loaded on first use (jit/llvm_module.hpp), installed beside the library.
+readelf -d "$lib" | grep -q 'NEEDED.*libLLVM' && { echo "libsparsejit.so links libLLVM"; exit 1; }
+[ -f "$libdir/libsparsejit-llvm.so" ] || { echo "libsparsejit-llvm.so is not installed in $libdir"; exit 1; }
 /usr/bin/python3 scripts/check-header-docs.py "$prefix/include/sparsejit/sparsejit.h"
 cmake -S tests/consumer -B "$prefix/consumer" -DCMAKE_PREFIX_PATH="$prefix" -DSPARSEJIT_WANT_VERSION="$version" >/dev/null
 cmake --build "$prefix/consumer" >/dev/null
 LD_LIBRARY_PATH="$libdir" "$prefix/consumer/consumer" data/karate.mtx
 cc tests/c_api_smoke.c $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs sparsejit) -o "$prefix/pc_consumer"
 LD_LIBRARY_PATH="$libdir" "$prefix/pc_consumer" data/karate.mtx
+cc tests/llvm_on_demand.c $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs sparsejit) -o "$prefix/llvm_consumer"
+LD_LIBRARY_PATH="$libdir" "$prefix/llvm_consumer" loads "$(cd "$libdir" && pwd -P)"
 echo "check-install: find_package and pkg-config (version $version), SONAME, exports and header docs OK ($(nm -D --defined-only "$lib" | grep -c ' sj_') sj_* symbols)"

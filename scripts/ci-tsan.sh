@@ -19,7 +19,7 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 export SPARSEJIT_CACHE_DIR="$(mktemp -d)"
 trap 'rm -rf "$SPARSEJIT_CACHE_DIR"' EXIT
 if [ "${TSAN_ALL:-0}" = 1 ]; then
-  ctest --test-dir build-tsan --output-on-failure -j2 -E '^c_api_smoke$' --timeout 900
+  ctest --test-dir build-tsan --output-on-failure -j2 -E '^(c_api_smoke|llvm_on_demand_.*)$' --timeout 900
 else
   ctest --test-dir build-tsan --output-on-failure -j2 --timeout 600 \
         -R '^(ThreadPool|WorkPartition|SparseAssembly|ParallelDeterminism|ParallelContext|ParallelEinsum|KernelCache|CApi|Stress|SpgemmStructure|SpareHandle)\.'

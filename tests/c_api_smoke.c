@@ -4,16 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "c_check.h"
 #include "sparsejit/sparsejit.h"
-
-#define CHECK(call)                                                                 \
-  do {                                                                              \
-    sj_status s_ = (call);                                                          \
-    if (s_ != SJ_OK) {                                                              \
-      fprintf(stderr, "%s failed: %s: %s\n", #call, sj_status_string(s_), sj_last_error_message()); \
-      return 1;                                                                     \
-    }                                                                               \
-  } while (0)
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;

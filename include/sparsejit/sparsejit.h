@@ -630,8 +630,11 @@ SJ_API sj_status sj_pending_fill_levels(sj_pending *pending,
  * auto and isa not scalar, the built-in SpGEMM as sj_spgemm runs it (recompute_structure
  * applies); nothing is compiled for it, and the result is the same.
  * The loop nest is compiled with LLVM (ORC); the object is kept in the context's cache folder
- * so later processes load it instead of compiling. If compilation fails the plan uses the
- * portable reference evaluator (explain says so): a failure to compile is not a failed call.
+ * so later processes load it instead of compiling. LLVM lives in a module of its own
+ * (libsparsejit-llvm.so, beside the library or named by SPARSEJIT_LLVM_MODULE), loaded by the
+ * first plan that compiles or loads a loop nest. If compilation fails, or the module cannot be
+ * loaded, the plan uses the portable reference evaluator (explain says so): a failure to
+ * compile is not a failed call.
  * Execute with sj_plan_execute (operands as here), explain with sj_plan_explain(_text): the
  * iteration graph, the candidates with costs, the choice, the loop-nest IR and where the code
  * came from (compiled / memory / disk) with the compile time. The plan is owned by the caller

@@ -1,0 +1,102 @@
+/* The LLVM module is loaded on first use (jit/llvm_module.hpp), from a plain C program against
+ * the shared library, as a host links it.
+ *   llvm_on_demand loads    a context and a SpGEMM map no libLLVM; an index-notation plan
+ *                           compiles its loop nest (which maps the module and libLLVM) and runs it.
+ *   llvm_on_demand missing  run with SPARSEJIT_LLVM_MODULE naming no file: the same plan runs
+ *                           the reference evaluator, explain says why, and no libLLVM is mapped.
+ *   llvm_on_demand loads DIR  also: the module mapped is the one in DIR (scripts/check-install.sh:
+ *                           an installed library finds the module installed beside it).
+ * Exit 0 = pass. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c_check.h"
+#include "sparsejit/sparsejit.h"
+#define EXPECT(cond, ...)               \
+  do {                                  \
+    if (!(cond)) {                      \
+      fprintf(stderr, __VA_ARGS__);     \
+      fprintf(stderr, " (%s)\n", #cond); \
+      return 1;                         \
+    }                                   \
+  } while (0)
+
+/* Whether a mapped file's name contains `name` (its line of /proc/self/maps in `line`). */
+static int mapped_line(const char* name, char* line, size_t size) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  if (!f) return -1;
+  int found = 0;
+  while (!found && fgets(line, (int)size, f)) found = strstr(line, name) != NULL;
+  fclose(f);
+  return found;
+}
+static int mapped(const char* name) {
+  char line[4096];
+  return mapped_line(name, line, sizeof line);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2 || argc > 3 || (strcmp(argv[1], "loads") != 0 && strcmp(argv[1], "missing") != 0)) return 2;
+  const int loads = strcmp(argv[1], "loads") == 0;
+  EXPECT(mapped("libLLVM") == 0, "libLLVM is mapped at start-up");
+  sj_config cfg;
+  CHECK(sj_config_init(&cfg));
+  cfg.disable_disk_cache = 1;
+  sj_context* ctx = NULL;
+  CHECK(sj_context_create(&cfg, &ctx));
+  /* B = [[1,0,2],[0,3,0],[0,0,0]] */
+  int64_t rp[4] = {0, 2, 3, 3};
+  int32_t ci[3] = {0, 2, 1};
+  double v[3] = {1, 2, 3};
+  sj_tensor *b = NULL, *c = NULL, *z = NULL;
+  CHECK(sj_tensor_create_csr(ctx, 3, 3, SJ_INDEX_INT32, SJ_VALUE_F64, rp, ci, v, SJ_TENSOR_COPY, &b));
+  CHECK(sj_spgemm(ctx, b, b, NULL, &c));
+  EXPECT(mapped("libLLVM") == 0, "a built-in kernel mapped libLLVM");
+
+  /* B .* B^T keeps (0,0) = 1 and (1,1) = 9, through a compiled loop nest. */
+  const sj_tensor* ops[2] = {b, b};
+  sj_plan* p = NULL;
+  CHECK(sj_einsum_plan(ctx, "Z(i,j) = B(i,j) * C(j,i)", ops, 2, NULL, "csr", NULL, &p));
+  const char* text = NULL;
+  CHECK(sj_plan_explain_text(p, &text));
+  const char* json = NULL;
+  CHECK(sj_plan_explain(p, &json));
+  if (loads) {
+    EXPECT(strstr(text, "kernel: LLVM ORC, from compiled") != NULL, "not compiled:\n%s", text);
+    char line[4096];
+    EXPECT(mapped("libLLVM") == 1 && mapped_line("libsparsejit-llvm.so", line, sizeof line) == 1,
+           "compiled without mapping the module");
+    if (argc == 3) {
+      char want[4096];
+      snprintf(want, sizeof want, " %s/libsparsejit-llvm.so", argv[2]);
+      EXPECT(strstr(line, want) != NULL, "the module mapped is not the one in %s: %s", argv[2], line);
+    }
+  } else {
+    EXPECT(strstr(text, "kernel: reference evaluator (LLVM failed") != NULL, "no fallback:\n%s", text);
+    EXPECT(strstr(json, "cannot load the LLVM module libsparsejit-llvm.so") != NULL &&
+               strstr(json, "SPARSEJIT_LLVM_MODULE") != NULL,
+           "explain does not say why:\n%s", json);
+    EXPECT(mapped("libLLVM") == 0, "libLLVM mapped without the module");
+  }
+  CHECK(sj_plan_execute(p, ops, 2, &z));
+  sj_tensor_info info;
+  CHECK(sj_tensor_get_info(z, &info));
+  const int64_t* pos = NULL;
+  const void* crd = NULL;
+  const void* val = NULL;
+  CHECK(sj_tensor_get_level(z, 1, &pos, NULL, &crd, NULL));
+  CHECK(sj_tensor_get_values(z, &val, NULL));
+  const int32_t* zc = (const int32_t*)crd;
+  const double* zv = (const double*)val;
+  EXPECT(info.nnz == 2 && pos[1] == 1 && pos[2] == 2 && pos[3] == 2 && zc[0] == 0 && zc[1] == 1 && zv[0] == 1 &&
+             zv[1] == 9,
+         "wrong result: nnz %lld", (long long)info.nnz);
+  printf("llvm_on_demand %s: ok\n", argv[1]);
+  sj_tensor_destroy(z);
+  sj_plan_destroy(p);
+  sj_tensor_destroy(c);
+  sj_tensor_destroy(b);
+  CHECK(sj_context_destroy(ctx));
+  return 0;
+}
