@@ -1,11 +1,14 @@
 // The LLVM module, libsparsejit-llvm.so: the code generator of index-notation kernels behind
 // jit/llvm_backend.hpp, loaded by the library on first use (jit/llvm_module.hpp says why and
-// what crosses the boundary; jit/llvm_loader.cpp loads it). Exports one symbol.
+// what crosses the boundary; jit/llvm_loader.cpp loads it). Its one entry point is
+// sparsejit_llvm_module.
 #include "jit/llvm_module.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -956,6 +959,13 @@ struct Jit {
 
 LlvmModuleHost g_host{};  // set once, by sparsejit_llvm_module
 
+// Set at exit by a handler that sparsejit_llvm_module registers after libLLVM's static
+// destructors (registered while it loaded), so it runs before them. A kernel that a host drops
+// after that, from a static destructor of its own registered earlier, is left to the end of the
+// process instead of reaching into a torn-down LLVM (linked at start-up, LLVM used to outlive
+// every such destructor).
+std::atomic<bool> g_exiting{false};
+
 Jit& jit() {
   static Jit* j = [] {
     auto* j = new Jit;  // lives for the process (kernels may be destroyed during exit)
@@ -1002,6 +1012,7 @@ Jit& jit() {
 }
 
 void remove_kernel(void* dylib) {
+  if (g_exiting.load()) return;
   Jit& j = jit();
   std::lock_guard lock(j.mutex);
   auto* jd = static_cast<orc::JITDylib*>(dylib);
@@ -1104,6 +1115,9 @@ extern "C" __attribute__((visibility("default"))) const sj::jit::LlvmModuleApi* 
     *error = sj::cat("it is from build ", SPARSEJIT_BUILD_ID, ", the library is build ", host->build_id);
     return nullptr;
   }
-  if (!g_host.sort_list) g_host = *host;  // (loaded once per process; the same host every time)
+  if (!g_host.sort_list) {  // (loaded once per process; the same host every time)
+    g_host = *host;
+    std::atexit([] { g_exiting.store(true); });
+  }
   return &kApi;
 }

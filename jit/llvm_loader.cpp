@@ -2,6 +2,8 @@
 // first time a kernel is asked for, decides what depends on this library (the SIMD lane, the
 // gathers, the kernel's key, the object cache), and hands the rest to the module.
 #include <dlfcn.h>
+#include <link.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <optional>
@@ -23,21 +25,51 @@ namespace {
 
 constexpr const char* kModuleFile = "libsparsejit-llvm.so";
 
+// The folder of the file holding this code: libsparsejit.so, or the program linked with the
+// static library (for which dladdr would give argv[0], so /proc/self/exe is read instead).
+// Empty when not known as an absolute path: a relative one would name a file in whatever
+// folder the process is in now.
+std::string image_folder(bool* is_program) {
+  Dl_info info{};
+  link_map* lm = nullptr;
+  *is_program = false;
+  if (dladdr1(reinterpret_cast<void*>(&image_folder), &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) == 0 ||
+      !lm)
+    return {};
+  std::string path;
+  if (lm->l_name && lm->l_name[0] != '\0') {
+    path = lm->l_name;  // a shared object: the path it was loaded from
+  } else {
+    *is_program = true;  // the main program, whose link map has no name
+    char buf[4096];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) path.assign(buf, static_cast<size_t>(n));
+  }
+  const size_t slash = path.rfind('/');
+  if (path.empty() || path[0] != '/' || slash == std::string::npos) return {};
+  return path.substr(0, slash);
+}
+
 // Where the module is looked for, in order: SPARSEJIT_LLVM_MODULE alone when set; else beside
-// the image holding this code (libsparsejit.so, or a program linked with the static library),
-// the library folder it is installed to, and the build tree it was built in.
+// the image holding this code (libsparsejit.so is installed beside it); for a program linked
+// with the static library, also <its folder>/../<libdir> (an installed tool, wherever the
+// prefix was moved); then the build tree this library was built in and the folder it would
+// be installed to. Each module is checked for this build's id (a module from another build
+// is refused, and the next path tried).
 std::vector<std::string> module_candidates() {
   if (const std::optional<std::string_view> v = env::value("SPARSEJIT_LLVM_MODULE"); v && !v->empty())
     return {std::string(*v)};
   std::vector<std::string> paths;
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&module_candidates), &info) != 0 && info.dli_fname) {
-    const std::string self(info.dli_fname);
-    const size_t slash = self.rfind('/');
-    paths.push_back((slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/" + kModuleFile);
+  bool is_program = false;
+  if (const std::string dir = image_folder(&is_program); !dir.empty()) {
+    paths.push_back(dir + "/" + kModuleFile);
+    if (is_program) {  // <prefix>/bin/x -> <prefix>/<libdir>
+      const std::string prefix = dir.substr(0, dir.rfind('/'));
+      paths.push_back(prefix + "/" + SPARSEJIT_INSTALL_LIBDIR + "/" + kModuleFile);
+    }
   }
-  paths.push_back(SPARSEJIT_LLVM_MODULE_INSTALLED);
   paths.push_back(SPARSEJIT_LLVM_MODULE_BUILT);
+  paths.push_back(SPARSEJIT_LLVM_MODULE_INSTALLED);
   return paths;
 }
 
@@ -70,8 +102,8 @@ const Loaded& module() {
       }
       tried += cat(tried.empty() ? "" : "; ", path, ": ", refused);
     }
-    l.error = cat("cannot load the LLVM module ", kModuleFile, " (", tried,
-                  "); set SPARSEJIT_LLVM_MODULE to its path");
+    // The hint first: explain's text shows the first 300 characters.
+    l.error = cat("cannot load the LLVM module ", kModuleFile, " (set SPARSEJIT_LLVM_MODULE to its path): ", tried);
     return l;
   }();
   return loaded;
@@ -132,7 +164,7 @@ void save_object(void* store, const std::string& text, const std::string& payloa
 EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::PersistentStore* store, bool want_ir) {
   (void)want_ir;
   const auto t0 = std::chrono::steady_clock::now();
-  const Loaded& m = module();  // the first call loads it (~65 ms here): counted in the result's ms
+  const Loaded& m = module();  // the first call loads it (~55 ms here): counted in the result's ms
   if (!m.api) {
     EinsumCompileResult res;
     res.error = "LLVM JIT unavailable: " + m.error;

@@ -1,7 +1,7 @@
 // The boundary between libsparsejit and its LLVM module, libsparsejit-llvm.so (built from
 // jit/llvm_backend.cpp), which the library loads with dlopen the first time an index-notation
 // kernel is compiled or linked from the disk cache (jit/llvm_loader.cpp), not when a process
-// starts. Why: a process that maps libLLVM-16 pays ~65 ms of start-up (its relocations and
+// starts. Why: a process that maps libLLVM-16 pays ~60 ms of start-up (its relocations and
 // static constructors) and ~50 MB of memory, measured here with a program that only calls
 // sj_version; hosts that never compile a loop nest (every built-in kernel) should not pay it.
 //

@@ -32,4 +32,11 @@ cc tests/c_api_smoke.c $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags
 LD_LIBRARY_PATH="$libdir" "$prefix/pc_consumer" data/karate.mtx
 cc tests/llvm_on_demand.c $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs sparsejit) -o "$prefix/llvm_consumer"
 LD_LIBRARY_PATH="$libdir" "$prefix/llvm_consumer" loads "$(cd "$libdir" && pwd -P)"
+# The installed command (linked with the static library) finds the installed module from its
+# own folder, wherever the prefix is: ld.so's trace names the file it loaded.
+explain=$(LD_DEBUG=files SPARSEJIT_CACHE_DIR="$prefix/cache" "$prefix/bin/sparsejit" einsum "a(i) = B(i,j) * C(j,i)" \
+            --tensor B=data/karate.mtx:csr --tensor C=data/karate.mtx --explain 2>&1)
+grep -q "kernel: LLVM ORC, from compiled" <<<"$explain" || { echo "the installed sparsejit compiled nothing:"; echo "$explain"; exit 1; }
+grep -q "file=$libdir/libsparsejit-llvm.so " <<<"$explain" ||
+  { echo "the installed sparsejit did not load $libdir/libsparsejit-llvm.so:"; grep "libsparsejit-llvm" <<<"$explain"; exit 1; }
 echo "check-install: find_package and pkg-config (version $version), SONAME, exports and header docs OK ($(nm -D --defined-only "$lib" | grep -c ' sj_') sj_* symbols)"

@@ -630,9 +630,10 @@ SJ_API sj_status sj_pending_fill_levels(sj_pending *pending,
  * auto and isa not scalar, the built-in SpGEMM as sj_spgemm runs it (recompute_structure
  * applies); nothing is compiled for it, and the result is the same.
  * The loop nest is compiled with LLVM (ORC); the object is kept in the context's cache folder
- * so later processes load it instead of compiling. LLVM lives in a module of its own
- * (libsparsejit-llvm.so, beside the library or named by SPARSEJIT_LLVM_MODULE), loaded by the
- * first plan that compiles or loads a loop nest. If compilation fails, or the module cannot be
+ * so later processes load it instead of compiling. LLVM lives in a module of its own,
+ * libsparsejit-llvm.so, loaded by the first plan that compiles or loads a loop nest: named by
+ * SPARSEJIT_LLVM_MODULE, else looked for beside the library (or the program linked with the
+ * static one, and in ../lib from it), in the build tree, then in the install folder. If compilation fails, or the module cannot be
  * loaded, the plan uses the portable reference evaluator (explain says so): a failure to
  * compile is not a failed call.
  * Execute with sj_plan_execute (operands as here), explain with sj_plan_explain(_text): the

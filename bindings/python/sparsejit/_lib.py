@@ -2,7 +2,9 @@
 
 The library is found, in order: $SPARSEJIT_LIBRARY (a path to libsparsejit.so), a copy next to
 this package, the `build` folder of the source tree this package sits in, then the system's
-library path.
+library path. Index-notation plans that compile a loop nest also need the LLVM module,
+libsparsejit-llvm.so, beside that library (or named by $SPARSEJIT_LLVM_MODULE); without it they
+run the reference evaluator and explain says why.
 """
 import ctypes
 import ctypes.util
