@@ -7,10 +7,20 @@
  *                           explain says why (WHY among it, when given), no libLLVM is mapped.
  *   llvm_on_demand loads DIR  also: the module mapped is the one in DIR (scripts/check-install.sh:
  *                           an installed library finds the module installed beside it).
+ *   llvm_on_demand tls      loads, then starts threads that take their block of libLLVM's
+ *                           thread-local storage until one lands 16 bytes into a page, and leaves
+ *                           that thread running at exit: in a sanitizer build, LeakSanitizer's
+ *                           exit check must not die on it (tools/sanitizer_default_options.c).
  * In both, the plan is destroyed at exit by a handler registered before the module was loaded,
  * so after libLLVM's static destructors (a host tearing down its globals; under ASan a touch of
  * torn-down LLVM state would be reported).
  * Exit 0 = pass. */
+#define _GNU_SOURCE /* dlinfo */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,9 +64,57 @@ static int mapped(const char* name) {
   return mapped_line(name, line, sizeof line);
 }
 
+/* What a thread-local access in libLLVM's code calls: glibc's __tls_get_addr with the module's
+ * TLS id, which allocates the calling thread's block of it on first use (the sanitizer runtime
+ * intercepts the call, as it does LLVM's own). */
+typedef struct {
+  unsigned long module, offset;
+} tls_index;
+extern void* __tls_get_addr(tls_index*);
+static tls_index g_llvm_tls;
+static sem_t g_taken;
+static int g_at_16;
+static void* take_llvm_tls(void* unused) {
+  (void)unused;
+  const int at_16 = (uintptr_t)__tls_get_addr(&g_llvm_tls) % 4096 == 16;
+  g_at_16 = at_16;
+  sem_post(&g_taken);
+  while (at_16) pause(); /* still running when the process exits */
+  return NULL;
+}
+/* Threads, one at a time, until one's block of libLLVM's TLS starts 16 bytes into a page (about
+ * one in sixty under ASan, whose chunk header sits just before it); that thread is left running. */
+static int leave_a_thread_with_tls_at_page_offset_16(void) {
+  char line[4096];
+  EXPECT(mapped_line("libLLVM", line, sizeof line) == 1, "libLLVM is not mapped");
+  const char* path = strchr(line, '/');
+  EXPECT(path != NULL, "no path in %s", line);
+  line[strcspn(line, "\n")] = 0;
+  void* llvm = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  EXPECT(llvm != NULL, "cannot open the mapped %s", path);
+  size_t id = 0;
+  EXPECT(dlinfo(llvm, RTLD_DI_TLS_MODID, &id) == 0 && id != 0, "%s has no thread-local storage", path);
+  g_llvm_tls.module = id;
+  EXPECT(sem_init(&g_taken, 0, 0) == 0, "no semaphore");
+  for (int n = 1; n <= 1000; ++n) {
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, take_llvm_tls, NULL) == 0, "no thread");
+    while (sem_wait(&g_taken) != 0) continue; /* sem_post orders g_at_16 before this returns */
+    if (g_at_16) {
+      printf("thread %d took its libLLVM TLS block 16 bytes into a page; left running at exit\n", n);
+      return 0;
+    }
+    EXPECT(pthread_join(t, NULL) == 0, "join");
+  }
+  printf("no libLLVM TLS block 16 bytes into a page in 1000 threads (this malloc places none there)\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc < 2 || argc > 3 || (strcmp(argv[1], "loads") != 0 && strcmp(argv[1], "missing") != 0)) return 2;
-  const int loads = strcmp(argv[1], "loads") == 0;
+  if (argc < 2 || argc > 3 ||
+      (strcmp(argv[1], "loads") != 0 && strcmp(argv[1], "missing") != 0 && strcmp(argv[1], "tls") != 0))
+    return 2;
+  const int loads = strcmp(argv[1], "missing") != 0;
   if (atexit(destroy_at_exit) != 0) return 1;
   EXPECT(mapped("libLLVM") == 0, "libLLVM is mapped at start-up");
   sj_config cfg;
@@ -114,6 +172,7 @@ int main(int argc, char** argv) {
   EXPECT(info.nnz == 2 && pos[1] == 1 && pos[2] == 2 && pos[3] == 2 && zc[0] == 0 && zc[1] == 1 && zv[0] == 1 &&
              zv[1] == 9,
          "wrong result: nnz %lld", (long long)info.nnz);
+  if (strcmp(argv[1], "tls") == 0 && leave_a_thread_with_tls_at_page_offset_16() != 0) return 1;
   printf("llvm_on_demand %s: ok\n", argv[1]);
   sj_tensor_destroy(z);
   sj_tensor_destroy(c);

@@ -26,17 +26,9 @@
 #include "tests/fuzz/capi_ops_harness.hpp"  // same_bits
 #include "tests/random_matrices.hpp"
 
-// Under AddressSanitizer a request for terabytes aborts the process by default; the library
-// promises SJ_ERR_OUT_OF_MEMORY, which is what a real allocator's failure gives, so let ASan
-// return null like one.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SJ_LIMITS_UNDER_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(SJ_LIMITS_UNDER_ASAN)
-extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
-#endif
+// Under AddressSanitizer a request for terabytes would abort the process; the sanitizer build's
+// programs let it return null like a real allocator (tools/sanitizer_default_options.c), so the
+// library's SJ_ERR_OUT_OF_MEMORY is what these tests see.
 
 namespace {
 
