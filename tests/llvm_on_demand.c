@@ -15,7 +15,9 @@
  * so after libLLVM's static destructors (a host tearing down its globals; under ASan a touch of
  * torn-down LLVM state would be reported).
  * Exit 0 = pass. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dlinfo */
+#endif
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -88,8 +90,8 @@ static int leave_a_thread_with_tls_at_page_offset_16(void) {
   char line[4096];
   EXPECT(mapped_line("libLLVM", line, sizeof line) == 1, "libLLVM is not mapped");
   const char* path = strchr(line, '/');
-  EXPECT(path != NULL, "no path in %s", line);
   line[strcspn(line, "\n")] = 0;
+  EXPECT(path != NULL, "no path in %s", line);
   void* llvm = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
   EXPECT(llvm != NULL, "cannot open the mapped %s", path);
   size_t id = 0;
@@ -106,8 +108,19 @@ static int leave_a_thread_with_tls_at_page_offset_16(void) {
     }
     EXPECT(pthread_join(t, NULL) == 0, "join");
   }
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LLVM_ON_DEMAND_UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(LLVM_ON_DEMAND_UNDER_ASAN)
+  /* ASan's chunk header puts about one block in sixty there: none in 1000 means the test no
+   * longer recreates what it guards against. */
+  EXPECT(0, "no libLLVM TLS block 16 bytes into a page in 1000 threads under ASan");
+#else
   printf("no libLLVM TLS block 16 bytes into a page in 1000 threads (this malloc places none there)\n");
   return 0;
+#endif
 }
 
 int main(int argc, char** argv) {

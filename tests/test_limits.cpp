@@ -26,7 +26,7 @@
 #include "tests/fuzz/capi_ops_harness.hpp"  // same_bits
 #include "tests/random_matrices.hpp"
 
-// Under AddressSanitizer a request for terabytes would abort the process; the sanitizer build's
+// Under a sanitizer a request for terabytes would abort the process; the sanitizer builds'
 // programs let it return null like a real allocator (tools/sanitizer_default_options.c), so the
 // library's SJ_ERR_OUT_OF_MEMORY is what these tests see.
 
