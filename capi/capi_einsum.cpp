@@ -4,6 +4,7 @@
 
 #include "capi/boundary.hpp"
 #include "capi/handles.hpp"
+#include "jit/llvm_backend.hpp"
 #include "src/operation.hpp"
 
 namespace sj::capi {
@@ -77,6 +78,13 @@ SJ_API sj_status sj_einsum_plan(sj_context* ctx, const char* expression, const s
     plan->einsum = capi::make_plan(ctx, expression, operands, n, formats, output_format, options);
     ++ctx->live_plans;
     *out = plan.release();
+  });
+}
+
+SJ_API sj_status sj_einsum_backend_load(void) {
+  return guarded([] {
+    std::string why;
+    if (!jit::load_llvm_module(&why)) sj::fail(SJ_ERR_JIT, why);
   });
 }
 

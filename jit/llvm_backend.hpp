@@ -87,6 +87,10 @@ struct EinsumCompileResult {
 EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::PersistentStore* store,
                                           bool want_ir = false);
 
+// Loads the module now, unless a call before did (sj_einsum_backend_load): true when it is
+// usable, else false with where it was looked for in *error. The outcome is the process's.
+bool load_llvm_module(std::string* error);
+
 // The host CPU name and features the backend targets ("skylake-avx512 +avx2,..."); empty
 // when the module cannot be loaded.
 std::string llvm_host_target();

@@ -189,6 +189,12 @@ EinsumCompileResult compile_einsum_kernel(const EinsumKernelSpec& spec, cache::P
   return res;
 }
 
+bool load_llvm_module(std::string* error) {
+  const Loaded& m = module();
+  if (!m.api && error) *error = m.error;
+  return m.api != nullptr;
+}
+
 std::string llvm_host_target() {
   const Loaded& m = module();
   return m.api ? m.api->host_target() : std::string();

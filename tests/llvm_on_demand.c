@@ -4,9 +4,12 @@
  *                           compiles its loop nest (which maps the module and libLLVM) and runs it.
  *   llvm_on_demand missing [WHY]  run with SPARSEJIT_LLVM_MODULE naming no file (or a library
  *                           that is no module): the same plan runs the reference evaluator,
- *                           explain says why (WHY among it, when given), no libLLVM is mapped.
+ *                           explain says why (WHY among it, when given), as does
+ *                           sj_einsum_backend_load's SJ_ERR_JIT; no libLLVM is mapped.
  *   llvm_on_demand loads DIR  also: the module mapped is the one in DIR (scripts/check-install.sh:
  *                           an installed library finds the module installed beside it).
+ *   llvm_on_demand preload  as loads, but sj_einsum_backend_load (called on a thread of its own,
+ *                           as a host reading its data would) maps the module before the plan.
  *   llvm_on_demand tls      loads, then starts threads that take their block of libLLVM's
  *                           thread-local storage until one lands 16 bytes into a page, and leaves
  *                           that thread running at exit: in a sanitizer build, LeakSanitizer's
@@ -123,9 +126,15 @@ static int leave_a_thread_with_tls_at_page_offset_16(void) {
 #endif
 }
 
+static void* load_backend(void* status) {
+  *(sj_status*)status = sj_einsum_backend_load();
+  return NULL;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2 || argc > 3 ||
-      (strcmp(argv[1], "loads") != 0 && strcmp(argv[1], "missing") != 0 && strcmp(argv[1], "tls") != 0))
+      (strcmp(argv[1], "loads") != 0 && strcmp(argv[1], "preload") != 0 && strcmp(argv[1], "missing") != 0 &&
+       strcmp(argv[1], "tls") != 0))
     return 2;
   const int loads = strcmp(argv[1], "missing") != 0;
   if (atexit(destroy_at_exit) != 0) return 1;
@@ -144,6 +153,15 @@ int main(int argc, char** argv) {
   sj_tensor* b = g_b;
   CHECK(sj_spgemm(ctx, b, b, NULL, &c));
   EXPECT(mapped("libLLVM") == 0, "a built-in kernel mapped libLLVM");
+
+  if (strcmp(argv[1], "preload") == 0) {
+    pthread_t t;
+    sj_status st = SJ_ERR_INTERNAL;
+    EXPECT(pthread_create(&t, NULL, load_backend, &st) == 0 && pthread_join(t, NULL) == 0, "no thread");
+    EXPECT(st == SJ_OK, "sj_einsum_backend_load: %s: %s", sj_status_string(st), sj_last_error_message());
+    EXPECT(mapped("libLLVM") == 1 && mapped("libsparsejit-llvm.so") == 1, "sj_einsum_backend_load mapped no module");
+    CHECK(sj_einsum_backend_load()); /* loaded: returns at once */
+  }
 
   /* B .* B^T keeps (0,0) = 1 and (1,1) = 9, through a compiled loop nest. */
   const sj_tensor* ops[2] = {b, b};
@@ -170,6 +188,11 @@ int main(int argc, char** argv) {
                    NULL &&
                (argc < 3 || strstr(json, argv[2]) != NULL),
            "explain does not say why:\n%s", json);
+    const sj_status st = sj_einsum_backend_load();
+    EXPECT(st == SJ_ERR_JIT, "sj_einsum_backend_load gave %s", sj_status_string(st));
+    EXPECT(strstr(sj_last_error_message(), "cannot load the LLVM module libsparsejit-llvm.so") != NULL &&
+               (argc < 3 || strstr(sj_last_error_message(), argv[2]) != NULL),
+           "sj_einsum_backend_load does not say why: %s", sj_last_error_message());
     EXPECT(mapped("libLLVM") == 0, "libLLVM mapped without the module");
   }
   CHECK(sj_plan_execute(p, ops, 2, &z));

@@ -633,8 +633,9 @@ SJ_API sj_status sj_pending_fill_levels(sj_pending *pending,
  * so later processes load it instead of compiling. LLVM lives in a module of its own,
  * libsparsejit-llvm.so, loaded by the first plan that compiles or loads a loop nest: named by
  * SPARSEJIT_LLVM_MODULE, else looked for beside the library (or the program linked with the
- * static one, and in ../lib from it), in the build tree, then in the install folder. If compilation fails, or the module cannot be
- * loaded, the plan uses the portable reference evaluator (explain says so): a failure to
+ * static one, and in ../lib from it), in the build tree, then in the install folder; or
+ * ahead of need by sj_einsum_backend_load (below). If compilation fails, or the module cannot
+ * be loaded, the plan uses the portable reference evaluator (explain says so): a failure to
  * compile is not a failed call.
  * Execute with sj_plan_execute (operands as here), explain with sj_plan_explain(_text): the
  * iteration graph, the candidates with costs, the choice, the loop-nest IR and where the code
@@ -657,6 +658,16 @@ SJ_API sj_status sj_einsum(sj_context *ctx, const char *expression,
                            const sj_tensor *const *operands, int n_operands,
                            const char *const *formats, const char *output_format,
                            const sj_op_options *options, sj_tensor **result);
+/* Loads the backend that compiles index-notation loop nests now: the module libsparsejit-llvm.so
+ * with libLLVM-16 (~55 ms and ~50 MB of memory), which the first sj_einsum_plan that compiles or
+ * links a loop nest would otherwise load. A host may call it where that cost suits it (at
+ * start-up, or on a thread of its own while it reads its data) and learn there whether loop
+ * nests can be compiled. Needs no context; nothing is allocated for the caller. Returns SJ_OK
+ * once loaded (later calls return at once). Errors: SJ_ERR_JIT when the module cannot be
+ * loaded, with where it was looked for in sj_last_error_message; plans then run the reference
+ * evaluator, and the outcome holds for the rest of the process. Thread-safe: concurrent calls
+ * and plans wait for the one load. */
+SJ_API sj_status sj_einsum_backend_load(void);
 
 #ifdef __cplusplus
 }

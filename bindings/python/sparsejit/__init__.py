@@ -10,13 +10,13 @@ sparsejit.Error subclasses carrying the library's message.
 """
 from ._coo_tensor import CooTensor
 from ._core import (Context, Plan, Tensor, default_context, einsum, einsum_plan, ewise_add, ewise_mult, explain,
-                    spgemm, spgemm_masked, spmspv, transpose, version)
+                    load_einsum_backend, spgemm, spgemm_masked, spmspv, transpose, version)
 from ._errors import (CacheError, Error, FormatError, IndexOverflowError, InternalError, InvalidArgumentError,
                       InvalidTensorError, IOFailedError, JitError, NullPointerError, OutOfMemoryError, ParseError,
                       ShapeMismatchError, TypeMismatchError, UnsupportedError)
 
 __all__ = ["Context", "CooTensor", "Plan", "Tensor", "default_context", "einsum", "einsum_plan", "ewise_add", "ewise_mult",
-           "explain", "spgemm", "spgemm_masked", "spmspv", "transpose", "version", "Error", "CacheError",
+           "explain", "load_einsum_backend", "spgemm", "spgemm_masked", "spmspv", "transpose", "version", "Error", "CacheError",
            "FormatError", "IndexOverflowError", "InternalError", "InvalidArgumentError", "InvalidTensorError",
            "IOFailedError", "JitError", "NullPointerError", "OutOfMemoryError", "ParseError", "ShapeMismatchError",
            "TypeMismatchError", "UnsupportedError"]

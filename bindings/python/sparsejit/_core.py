@@ -550,6 +550,15 @@ def einsum_plan(expression, *tensors, formats=None, output_format=None, ctx=None
     return Plan._from_handle(h, ctx, "einsum"), ts
 
 
+def load_einsum_backend():
+    """Loads the LLVM backend that compiles einsum loop nests now (~55 ms), rather than in the
+    first einsum plan that needs it; safe from any thread. Raises JitError saying where it was
+    looked for when it cannot be loaded (einsum plans then run the reference evaluator)."""
+    if _lib.sj_einsum_backend_load is None:
+        raise Error("this libsparsejit loads its LLVM backend with the first einsum plan", 11)
+    check(_lib.sj_einsum_backend_load())
+
+
 def einsum(expression, *tensors, formats=None, output_format=None, ctx=None, **options):
     """Evaluates an einsum expression over sparse matrices and tensors (Tensor.read of a .tns);
     returns scipy / numpy arrays, or a sparsejit.CooTensor for a result of order 3 or 4."""

@@ -155,6 +155,10 @@ sj_plan_explain_text = _declare("sj_plan_explain_text", status, handle, ctypes.P
 sj_plan_destroy = _declare("sj_plan_destroy", status, handle)
 
 # Added with einsum (absent from older libraries: the binding then has no einsum).
+sj_einsum_backend_load = getattr(lib, "sj_einsum_backend_load", None)
+if sj_einsum_backend_load is not None:
+    sj_einsum_backend_load.restype = status
+    sj_einsum_backend_load.argtypes = []
 sj_einsum_plan = getattr(lib, "sj_einsum_plan", None)
 if sj_einsum_plan is not None:
     sj_einsum_plan.restype = status

@@ -2,6 +2,7 @@
 Run with the system interpreter: /usr/bin/python3 -m unittest discover bindings/python/tests"""
 import gc
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -260,6 +261,16 @@ class Binding(unittest.TestCase):
 
 @unittest.skipIf(_lib.sj_einsum_plan is None, "this libsparsejit has no einsum")
 class Einsum(unittest.TestCase):
+    def test_the_backend_loads_ahead_of_need_or_says_why_not(self):
+        sparsejit.load_einsum_backend()  # beside the library
+        sparsejit.load_einsum_backend()  # loaded: returns at once
+        code = "import sparsejit\ntry:\n    sparsejit.load_einsum_backend()\nexcept sparsejit.JitError as e:\n    print(e)"
+        env = dict(os.environ, SPARSEJIT_LLVM_MODULE="/nonexistent/libsparsejit-llvm.so",
+                   PYTHONPATH=str(Path(sparsejit.__file__).resolve().parent.parent))
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        self.assertIn("cannot load the LLVM module libsparsejit-llvm.so", out.stdout)
+        self.assertIn("/nonexistent/libsparsejit-llvm.so", out.stdout)
+
     def test_einsum_against_scipy(self):
         A = random_csr(30, 20, 0.15, 30)
         B = random_csr(20, 25, 0.15, 31)

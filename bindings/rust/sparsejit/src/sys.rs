@@ -224,4 +224,5 @@ extern "C" {
     pub fn sj_einsum(ctx: *mut sj_context, expression: *const c_char, operands: *const *const sj_tensor,
                      n_operands: c_int, formats: *const *const c_char, output_format: *const c_char,
                      options: *const sj_op_options, result: *mut *mut sj_tensor) -> sj_status;
+    pub fn sj_einsum_backend_load() -> sj_status;
 }
