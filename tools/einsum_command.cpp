@@ -54,6 +54,28 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// Whether the plan is likely to compile a loop nest, so that loading the LLVM backend while the
+// tensors are read pays. Not for a schedule that compiles nothing, nor for `auto` on a product
+// of two matrices that chain into the output (C(i,j) = A(i,k) * B(k,j)), which runs the built-in
+// SpGEMM when the operands are CSR, as .mtx files read. A wrong guess costs only the overlap:
+// a plan that compiles loads the backend itself.
+bool likely_compiles(const sj::einsum::Expression& e, sj_schedule schedule, bool scalar, bool forced_order) {
+  if (schedule == SJ_SCHEDULE_REFERENCE || schedule == SJ_SCHEDULE_GUSTAVSON_DENSE ||
+      schedule == SJ_SCHEDULE_GUSTAVSON_HASH || schedule == SJ_SCHEDULE_DENSIFY || schedule == SJ_SCHEDULE_PUSH)
+    return false;
+  if (schedule != SJ_SCHEDULE_AUTO || scalar || forced_order || e.terms.size() != 1) return true;
+  const auto& f = e.terms[0].factors;
+  const auto& out = e.output.indices;
+  if (f.size() != 2 || out.size() != 2 || f[0].indices.size() != 2 || f[1].indices.size() != 2) return true;
+  for (int l = 0; l < 2; ++l) {
+    const auto& L = f[l].indices;
+    const auto& R = f[1 - l].indices;
+    if (L[0] == out[0] && L[1] == R[0] && R[1] == out[1] && L[0] != L[1] && L[0] != R[1] && L[1] != R[1])
+      return false;
+  }
+  return true;
+}
+
 int einsum_main(int argc, char** argv) {
   if (argc < 3) throw Usage{"einsum needs an expression"};
   const std::string expr = argv[2];
@@ -107,16 +129,16 @@ int einsum_main(int argc, char** argv) {
   auto sr = sj::parse_semiring(semiring);
   if (!sr) throw Usage{"unknown semiring '" + semiring + "'"};
 
+  sj::einsum::Expression e = sj::einsum::parse(expr);
   // The LLVM backend loads on a thread of its own while the tensors are read: ~55 ms of
-  // mapping libLLVM that the plan would otherwise wait for (and count as compile time). A
-  // schedule that compiles nothing skips it; a failed load is the plan's to explain.
+  // mapping libLLVM that the plan would otherwise take. A plan that compiles waits for what is
+  // left of it (counted in its compile time); a failed load is the plan's to explain. Joined
+  // when it goes out of scope, after the context.
   std::jthread backend;
-  if (*sched != SJ_SCHEDULE_REFERENCE && *sched != SJ_SCHEDULE_GUSTAVSON_DENSE && *sched != SJ_SCHEDULE_GUSTAVSON_HASH)
-    backend = std::jthread([] { sj_einsum_backend_load(); });
+  if (likely_compiles(e, *sched, scalar, !order.empty())) backend = std::jthread([] { sj_einsum_backend_load(); });
   sj_config config;
   sj_config_init(&config);
   sj::Context ctx(config);
-  sj::einsum::Expression e = sj::einsum::parse(expr);
   std::vector<sj::Tensor> ops;
   std::vector<std::optional<std::string>> formats;
   for (auto& name : e.operands) {
@@ -130,7 +152,6 @@ int einsum_main(int argc, char** argv) {
   for (auto& [name, _] : files)
     if (std::find(e.operands.begin(), e.operands.end(), name) == e.operands.end())
       throw Usage{"--tensor " + name + " is not used by the expression"};
-  if (backend.joinable()) backend.join();
   sj_op_options o;
   sj_op_options_init(&o);
   o.schedule = *sched;

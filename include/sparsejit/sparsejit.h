@@ -60,7 +60,8 @@ typedef SJ_ENUM(sj_status) {
   SJ_ERR_IO = 9,               /* a file could not be opened, read or written */
   SJ_ERR_PARSE = 10,           /* a file or expression is malformed (message has the line) */
   SJ_ERR_UNSUPPORTED = 11,     /* a valid request this build cannot serve (e.g. complex) */
-  SJ_ERR_JIT = 12,             /* code generation failed where no fallback was allowed */
+  SJ_ERR_JIT = 12,             /* code generation failed where no fallback was allowed, or the
+                                  LLVM backend could not be loaded (sj_einsum_backend_load) */
   SJ_ERR_CACHE = 13,           /* the cache folder is unsafe or unusable */
   SJ_ERR_INTERNAL = 14         /* a bug: please report with the message */
 } sj_status;
@@ -659,14 +660,17 @@ SJ_API sj_status sj_einsum(sj_context *ctx, const char *expression,
                            const char *const *formats, const char *output_format,
                            const sj_op_options *options, sj_tensor **result);
 /* Loads the backend that compiles index-notation loop nests now: the module libsparsejit-llvm.so
- * with libLLVM-16 (~55 ms and ~50 MB of memory), which the first sj_einsum_plan that compiles or
+ * with libLLVM-16 (~55 ms; ~50 MB stay mapped), which the first sj_einsum_plan that compiles or
  * links a loop nest would otherwise load. A host may call it where that cost suits it (at
- * start-up, or on a thread of its own while it reads its data) and learn there whether loop
- * nests can be compiled. Needs no context; nothing is allocated for the caller. Returns SJ_OK
- * once loaded (later calls return at once). Errors: SJ_ERR_JIT when the module cannot be
- * loaded, with where it was looked for in sj_last_error_message; plans then run the reference
- * evaluator, and the outcome holds for the rest of the process. Thread-safe: concurrent calls
- * and plans wait for the one load. */
+ * start-up, or on a thread of its own while it reads its data) and learn there whether the
+ * backend is there. Needs no context; nothing is allocated for the caller. Returns SJ_OK once
+ * loaded. Errors: SJ_ERR_JIT when the module cannot be loaded, with where it was looked for in
+ * sj_last_error_message (of the calling thread); plans then run the reference evaluator. The
+ * load is tried once per process, by this call or by the first plan that needs it, whichever
+ * comes first: later calls return its outcome at once, failures included, and
+ * SPARSEJIT_LLVM_MODULE is read only then (when set, it is the only place looked). Thread-safe:
+ * concurrent calls and plans wait for the one load; do not fork() while it is in progress on
+ * another thread (the child would wait for it forever). */
 SJ_API sj_status sj_einsum_backend_load(void);
 
 #ifdef __cplusplus

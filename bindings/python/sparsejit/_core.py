@@ -555,7 +555,7 @@ def load_einsum_backend():
     first einsum plan that needs it; safe from any thread. Raises JitError saying where it was
     looked for when it cannot be loaded (einsum plans then run the reference evaluator)."""
     if _lib.sj_einsum_backend_load is None:
-        raise Error("this libsparsejit loads its LLVM backend with the first einsum plan", 11)
+        raise NotImplementedError("this libsparsejit has no sj_einsum_backend_load (its first einsum plan loads LLVM)")
     check(_lib.sj_einsum_backend_load())
 
 
