@@ -205,6 +205,20 @@ bool Expression::is_free(int index) const {
   return std::find(output.indices.begin(), output.indices.end(), index) != output.indices.end();
 }
 
+bool chained_matrix_product(const std::vector<int>& a, const std::vector<int>& b, const std::vector<int>& out,
+                            int* left) {
+  if (a.size() != 2 || b.size() != 2 || out.size() != 2) return false;
+  for (int l = 0; l < 2; ++l) {
+    const std::vector<int>& L = l == 0 ? a : b;
+    const std::vector<int>& R = l == 0 ? b : a;
+    if (L[0] == out[0] && L[1] == R[0] && R[1] == out[1] && L[0] != L[1] && L[0] != R[1] && L[1] != R[1]) {
+      *left = l;
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string Expression::access_text(const Expression& e, const Access& a) {
   std::string s = a.tensor;
   if (a.indices.empty()) return s;

@@ -43,4 +43,11 @@ struct Expression {
 // a tensor used with two different orders, more than 4 indices). Never crashes on any input.
 Expression parse(std::string_view text);
 
+// Whether factors with these indices (each in its level order) form the chained matrix product
+// out(i,j) = L(i,k) * R(k,j) with three distinct indices; sets *left to the factor that is L.
+// The planner asks it of its operands' level orders before choosing the built-in SpGEMM, and
+// the CLI of the raw accesses to guess whether a plan compiles anything.
+bool chained_matrix_product(const std::vector<int>& a, const std::vector<int>& b, const std::vector<int>& out,
+                            int* left);
+
 }  // namespace sj::einsum

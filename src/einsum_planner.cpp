@@ -407,16 +407,7 @@ bool EinsumPlan::spgemm_shape(size_t t, int* left) const {
     if (term.factors[f].indices.size() != 2 || !csr_like(spec)) return false;
     lv[f] = level_indices(term.factors[f], spec);
   }
-  const std::vector<int> out = level_indices(expr_.output, output_format_);
-  for (int l = 0; l < 2; ++l) {
-    const std::vector<int>& L = lv[l];
-    const std::vector<int>& R = lv[1 - l];
-    if (L[0] == out[0] && L[1] == R[0] && R[1] == out[1] && L[0] != L[1] && L[0] != R[1] && L[1] != R[1]) {
-      *left = l;
-      return true;
-    }
-  }
-  return false;
+  return chained_matrix_product(lv[0], lv[1], level_indices(expr_.output, output_format_), left);
 }
 
 Tensor EinsumPlan::run_spgemm_term(size_t t, const std::vector<Tensor>& operands, Workers& workers) const {

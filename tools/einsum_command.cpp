@@ -13,6 +13,7 @@
 #include "sparsejit/sparsejit.h"
 #include "src/context.hpp"
 #include "src/derived_forms.hpp"
+#include "src/einsum_parser.hpp"
 #include "src/einsum_planner.hpp"
 #include "src/error.hpp"
 #include "src/tensor_file.hpp"
@@ -65,15 +66,8 @@ bool likely_compiles(const sj::einsum::Expression& e, sj_schedule schedule, bool
     return false;
   if (schedule != SJ_SCHEDULE_AUTO || scalar || forced_order || e.terms.size() != 1) return true;
   const auto& f = e.terms[0].factors;
-  const auto& out = e.output.indices;
-  if (f.size() != 2 || out.size() != 2 || f[0].indices.size() != 2 || f[1].indices.size() != 2) return true;
-  for (int l = 0; l < 2; ++l) {
-    const auto& L = f[l].indices;
-    const auto& R = f[1 - l].indices;
-    if (L[0] == out[0] && L[1] == R[0] && R[1] == out[1] && L[0] != L[1] && L[0] != R[1] && L[1] != R[1])
-      return false;
-  }
-  return true;
+  int left = 0;
+  return f.size() != 2 || !sj::einsum::chained_matrix_product(f[0].indices, f[1].indices, e.output.indices, &left);
 }
 
 int einsum_main(int argc, char** argv) {
