@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "sparsejit_build_info.hpp"
+#include "src/build_id.hpp"
 #include "src/error.hpp"
 
 namespace sj::cache {
@@ -39,7 +40,7 @@ int make_dirs(const std::string& path) {
 
 }  // namespace
 
-std::string build_folder_name() { return std::string(SPARSEJIT_VERSION_STRING) + "-" + SPARSEJIT_BUILD_ID; }
+std::string build_folder_name() { return std::string(SPARSEJIT_VERSION_STRING) + "-" + kBuildId; }
 
 std::string resolve_cache_dir(std::string_view configured) {
   if (!configured.empty()) return std::string(configured);

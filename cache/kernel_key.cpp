@@ -10,12 +10,13 @@
 #include "jit/coiter_spec.hpp"
 #include "jit/isa.hpp"
 #include "sparsejit_build_info.hpp"
+#include "src/build_id.hpp"
 #include "src/error.hpp"
 
 namespace sj::cache {
 
 static_assert(sizeof(SPARSEJIT_VERSION_STRING) <= sizeof(KernelKey{}.version), "version string too long");
-static_assert(sizeof(SPARSEJIT_BUILD_ID) <= sizeof(KernelKey{}.build_id), "build id too long for KernelKey");
+static_assert(sizeof(KernelKey{}.build_id) == kBuildIdCapacity, "KernelKey::build_id holds a build id");
 
 namespace {
 
@@ -157,7 +158,7 @@ KernelKey KernelKey::make(KeyKind kind) {
   k.kind = kind;
   k.op = kNoOp;
   std::memcpy(k.version, SPARSEJIT_VERSION_STRING, sizeof(SPARSEJIT_VERSION_STRING));
-  std::memcpy(k.build_id, SPARSEJIT_BUILD_ID, sizeof(SPARSEJIT_BUILD_ID));
+  std::memcpy(k.build_id, kBuildId, std::strlen(kBuildId) + 1);  // (at most kBuildIdCapacity: the script checks)
   return k;
 }
 

@@ -95,7 +95,7 @@ struct KernelKey {
   uint64_t detail = 0;             // kind-specific: plan keys, the statistics bucket; LLVM
                                    // objects, hash64 of the canonical expression; coiter, 0
   char version[16] = {};           // SPARSEJIT_VERSION_STRING, NUL-padded
-  char build_id[48] = {};          // SPARSEJIT_BUILD_ID, NUL-padded
+  char build_id[48] = {};          // sj::kBuildId (src/build_id.hpp), NUL-padded
 
   // A key of this kind with this library's version and build id filled in (every other
   // field zero / none). Use the factories below or set the fields after.

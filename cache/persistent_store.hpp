@@ -42,7 +42,7 @@ struct EntryHeader {
   uint32_t format;        // kEntryFormatVersion
   uint32_t header_size;   // sizeof(EntryHeader)
   char version[16];       // SPARSEJIT_VERSION_STRING of the writer
-  char build_id[48];      // SPARSEJIT_BUILD_ID of the writer
+  char build_id[48];      // the writer's build id (src/build_id.hpp)
   KernelKey key;          // the full key (the file name is only its hash)
   uint64_t payload_size;
   uint64_t checksum;      // hash64(payload, hash64(every header byte before this field))

@@ -3,6 +3,7 @@
 
 #include "capi/boundary.hpp"
 #include "sparsejit_build_info.hpp"
+#include "src/build_id.hpp"
 
 namespace sj::capi {
 namespace {
@@ -41,7 +42,7 @@ SJ_API const char* sj_version(int* major, int* minor, int* patch) {
   if (major) *major = SPARSEJIT_VERSION_MAJOR;
   if (minor) *minor = SPARSEJIT_VERSION_MINOR;
   if (patch) *patch = SPARSEJIT_VERSION_PATCH;
-  return SPARSEJIT_VERSION_STRING "+" SPARSEJIT_BUILD_ID;
+  return sj::kVersionAndBuildId;
 }
 
 }  // extern "C"

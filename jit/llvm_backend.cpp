@@ -14,7 +14,7 @@
 #include <optional>
 
 #include "kernels/emit_sink.hpp"
-#include "sparsejit_build_info.hpp"
+#include "src/build_id.hpp"
 #include "src/error.hpp"
 
 #include "llvm/ExecutionEngine/ObjectCache.h"
@@ -1103,8 +1103,8 @@ constexpr LlvmModuleApi kApi{&compile, &host_target};
 extern "C" __attribute__((visibility("default"))) const sj::jit::LlvmModuleApi* sparsejit_llvm_module(
     const sj::jit::LlvmModuleHost* host, std::string* error) {
   using namespace sj::jit;
-  if (std::strcmp(host->build_id, SPARSEJIT_BUILD_ID) != 0) {
-    *error = sj::cat("it is from build ", SPARSEJIT_BUILD_ID, ", the library is build ", host->build_id);
+  if (std::strcmp(host->build_id, sj::kBuildId) != 0) {
+    *error = sj::cat("it is from build ", sj::kBuildId, ", the library is build ", host->build_id);
     return nullptr;
   }
   if (!g_host.sort_list) {  // (loaded once per process; the same host every time)

@@ -16,7 +16,7 @@
 #include "jit/isa.hpp"
 #include "jit/llvm_module.hpp"
 #include "kernels/einsum_output.hpp"
-#include "sparsejit_build_info.hpp"
+#include "src/build_id.hpp"
 #include "src/environment.hpp"
 #include "src/error.hpp"
 
@@ -94,7 +94,7 @@ const Loaded& module() {
         tried += cat(tried.empty() ? "" : "; ", path, ": no symbol ", kLlvmModuleEntry);
         continue;  // (left loaded: unloading a library that ran LLVM's constructors is not safe)
       }
-      static constexpr LlvmModuleHost host{SPARSEJIT_BUILD_ID, &einsum::sort_workspace_list};
+      static constexpr LlvmModuleHost host{kBuildId, &einsum::sort_workspace_list};
       std::string refused;
       if (const LlvmModuleApi* api = entry(&host, &refused)) {
         l.api = api;

@@ -33,7 +33,7 @@ struct SimdLane {
 
 // What the library gives the module once, when it is loaded.
 struct LlvmModuleHost {
-  const char* build_id;                      // the library's SPARSEJIT_BUILD_ID
+  const char* build_id;                      // the library's sj::kBuildId
   void (*sort_list)(int64_t* list, int64_t n);  // einsum::sort_workspace_list, called by kernels
 };
 

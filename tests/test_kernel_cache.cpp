@@ -12,6 +12,7 @@
 #include "cache/kernel_key.hpp"
 #include "jit/coiter_spec.hpp"
 #include "sparsejit_build_info.hpp"
+#include "src/build_id.hpp"
 #include "src/error.hpp"
 
 namespace sj::cache {
@@ -35,7 +36,7 @@ int as_int(const std::shared_ptr<const void>& p) { return *static_cast<const int
 TEST(KernelCache, KeyIsPlainDataWithVersionAndBuild) {
   KernelKey k = KernelKey::make(KeyKind::Coiter);
   EXPECT_STREQ(k.version, SPARSEJIT_VERSION_STRING);
-  EXPECT_STREQ(k.build_id, SPARSEJIT_BUILD_ID);
+  EXPECT_STREQ(k.build_id, sj::kBuildId);
   EXPECT_TRUE(k.is_current_build());
   // The bytes after the strings are zero (file names and hashes depend on every byte).
   for (size_t i = std::strlen(k.build_id); i < sizeof k.build_id; ++i) ASSERT_EQ(k.build_id[i], 0);
@@ -93,7 +94,7 @@ TEST(KernelCache, KeyRoundTripForPlanKeysAndLooseText) {
   EXPECT_NE(text.find("plan op=spgemm"), std::string::npos) << text;
   EXPECT_NE(text.find("formats=csr,csc,-"), std::string::npos) << text;
   EXPECT_NE(text.find("flags=transpose-b,dense-output"), std::string::npos) << text;
-  EXPECT_NE(text.find("build=" SPARSEJIT_BUILD_ID), std::string::npos) << text;
+  EXPECT_NE(text.find(std::string("build=") + sj::kBuildId), std::string::npos) << text;
   EXPECT_EQ(KernelKey::parse(text), k);
   // The file name is the kind and the hash: stable, bounded, no odd characters.
   EXPECT_EQ(k.file_name().size(), std::string("plan-0123456789abcdef.sje").size());
