@@ -669,7 +669,7 @@ EinsumPlan::EinsumPlan(const Context& ctx, std::string_view expression, const st
     // A matrix product is run by the built-in SpGEMM, as sj_spgemm runs it: the same Gustavson
     // algorithm as the fused loop nest, hand-tuned (sorting networks, the timed row loop, a
     // structure kept across executions), and nothing to compile. The generated nest took
-    // 1.4-4x its time (README, forty-third session). Forcing an einsum schedule keeps the nest,
+    // 1.4-4x its time (docs/history.md, forty-third session). Forcing an einsum schedule keeps the nest,
     // and so does asking for code without SIMD (isa scalar, a baseline for the nest).
     int left = 0;
     if ((want == SJ_SCHEDULE_AUTO || want == SJ_SCHEDULE_GUSTAVSON_DENSE || want == SJ_SCHEDULE_GUSTAVSON_HASH) &&
