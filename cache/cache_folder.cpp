@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "sparsejit_build_info.hpp"
 #include "src/build_id.hpp"
@@ -42,12 +44,45 @@ int make_dirs(const std::string& path) {
 
 std::string build_folder_name() { return std::string(SPARSEJIT_VERSION_STRING) + "-" + kBuildId; }
 
+std::string default_cache_parent() {
+  if (std::string x = env("XDG_CACHE_HOME"); !x.empty()) return x + "/sparsejit";
+  if (std::string h = env("HOME"); !h.empty()) return h + "/.cache/sparsejit";
+  return {};
+}
+
 std::string resolve_cache_dir(std::string_view configured) {
   if (!configured.empty()) return std::string(configured);
   if (std::string d = env("SPARSEJIT_CACHE_DIR"); !d.empty()) return d;
-  if (std::string x = env("XDG_CACHE_HOME"); !x.empty()) return x + "/sparsejit/" + build_folder_name();
-  if (std::string h = env("HOME"); !h.empty()) return h + "/.cache/sparsejit/" + build_folder_name();
+  if (std::string p = default_cache_parent(); !p.empty()) return p + "/" + build_folder_name();
   return {};
+}
+
+std::vector<std::string> other_build_folders() {
+  std::vector<std::string> out;
+  const std::string parent = default_cache_parent();
+  if (parent.empty()) return out;
+  // "<digits>.<digits>.<digits>-" then the id's characters: nothing else there is taken.
+  auto is_build_folder = [](std::string_view n) {
+    size_t i = 0;
+    for (int part = 0; part < 3; ++part) {
+      const size_t start = i;
+      while (i < n.size() && n[i] >= '0' && n[i] <= '9') ++i;
+      if (i == start || i >= n.size() || n[i] != (part < 2 ? '.' : '-')) return false;
+      ++i;
+    }
+    if (i == n.size()) return false;
+    for (; i < n.size(); ++i)
+      if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'z') || n[i] == '-')) return false;
+    return true;
+  };
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(parent, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name != build_folder_name() && is_build_folder(name) && e.is_directory(ec) && !e.is_symlink(ec))
+      out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 CacheFolder open_cache_folder(const std::string& path, bool create) {

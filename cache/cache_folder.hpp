@@ -10,6 +10,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sj::cache {
 
@@ -19,6 +20,15 @@ std::string build_folder_name();
 // The folder to use: `configured` when non-empty, else the environment / home default.
 // Empty when nothing gives one (no HOME): the disk cache is then off.
 std::string resolve_cache_dir(std::string_view configured = {});
+
+// Where the default per-build folders live: $XDG_CACHE_HOME/sparsejit, else
+// $HOME/.cache/sparsejit; empty without either.
+std::string default_cache_parent();
+
+// The default folders of other builds and versions in default_cache_parent() (names of the
+// form "<major>.<minor>.<patch>-<build id>", this build's excepted), sorted. This build never
+// reads them; `sparsejit cache prune` removes them.
+std::vector<std::string> other_build_folders();
 
 struct CacheFolder {
   int fd = -1;            // O_DIRECTORY descriptor of the checked folder (owned), -1 if unusable

@@ -333,6 +333,22 @@ size_t PersistentStore::clear() {
   return removed;
 }
 
+bool PersistentStore::remove_folder(size_t* removed_files, std::string* why) {
+  *removed_files = 0;
+  if (dir_fd_ < 0) {
+    if (::access(dir_.c_str(), F_OK) != 0 && errno == ENOENT) return true;
+    *why = disabled_reason();
+    return false;
+  }
+  *removed_files = clear();
+  ::unlinkat(dir_fd_, kLockName, 0);  // (not counted: opening the store may have made it)
+  if (::rmdir(dir_.c_str()) == 0) return true;
+  const int e = errno;
+  *why = e == ENOTEMPTY || e == EEXIST ? std::string("it holds files that are not cache entries")
+                                       : std::string(std::strerror(e));
+  return false;
+}
+
 StoreStats PersistentStore::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;

@@ -105,6 +105,11 @@ class PersistentStore {
   // Removes every entry and leftover temporary file (the folder and lock file stay). Returns
   // how many files were removed.
   size_t clear();
+  // clear() (its count in *removed_files), then the lock file and the folder itself
+  // (`sparsejit cache prune`). False, with why, when the folder holds other files (they and
+  // the folder stay) or cannot be removed; a missing folder is already gone (true, nothing
+  // removed).
+  bool remove_folder(size_t* removed_files, std::string* why);
 
   // The path of the entry file for `key` (whether or not it exists).
   std::string entry_path(const KernelKey& key) const;

@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
+#include "cache/cache_folder.hpp"
 #include "src/convert.hpp"
 #include "src/frostt.hpp"
 #include "src/matrix_market.hpp"
@@ -98,6 +100,69 @@ TEST(Cli, BadArgumentsAreClearErrors) {
 // A library environment variable set to a value it does not take is reported once on stderr,
 // naming it, what it takes and what applies instead, and the run goes on with the default;
 // accepted values print nothing (the variables are read once per process: one child each).
+// `sparsejit cache prune` removes the default folders of other builds and versions, through
+// the store: only their entries and lock file, then the emptied folder. A folder holding
+// anything else keeps it and stays (exit 1); this build's folder, SPARSEJIT_CACHE_DIR and
+// folders not named like builds are never touched; `list` counts what prune would take.
+TEST(Cli, CachePruneRemovesOnlyOtherBuildsEntries) {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/sj-prune-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const fs::path xdg = tmpl, parent = xdg / "sparsejit";
+  auto make = [](const fs::path& dir, std::initializer_list<const char*> files) {
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
+    for (const char* f : files) std::ofstream(dir / f) << "x";
+  };
+  const fs::path old_build = parent / "0.1.0-0123456789ab-20260101000000";
+  const fs::path old_version = parent / "0.0.9-nogit-20250101000000-abcdef012345";
+  const fs::path with_notes = parent / "0.1.0-fedcba987654-20260102000000";
+  const fs::path mine = parent / sj::cache::build_folder_name();
+  const fs::path not_a_build = parent / "photos";
+  const fs::path configured = xdg / "configured";
+  const fs::path group_writable = parent / "0.1.0-aaaaaaaaaaaa-20260103000000";
+  make(old_build, {"a.sje", "b.sje", ".lock", ".tmp-1"});
+  make(old_version, {"c.sje"});
+  make(with_notes, {"d.sje", ".lock", "notes.txt"});
+  make(mine, {"e.sje", ".lock"});
+  make(not_a_build, {"f.sje"});
+  make(configured, {"g.sje"});
+  make(group_writable, {"h.sje"});
+  fs::permissions(group_writable, fs::perms::group_write, fs::perm_options::add);  // unsafe: refused
+  const std::string env = "XDG_CACHE_HOME=" + xdg.string() + " SPARSEJIT_CACHE_DIR=" + configured.string();
+
+  Result list = run_cli("cache list", env);
+  EXPECT_NE(list.out.find("(4 folders of other builds in " + parent.string()), std::string::npos) << list.out;
+
+  Result r = run_cli("cache prune", env);
+  EXPECT_EQ(r.status, 1) << r.out;  // two folders kept
+  EXPECT_NE(r.out.find("removed " + old_build.string() + " (3 cache files)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("removed " + old_version.string() + " (1 cache file)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kept " + with_notes.string() + ": it holds files that are not cache entries (1 cache file removed)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("2 folders of other builds removed, 2 kept"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(old_build));
+  EXPECT_FALSE(fs::exists(old_version));
+  EXPECT_TRUE(fs::exists(with_notes / "notes.txt"));
+  EXPECT_FALSE(fs::exists(with_notes / "d.sje"));
+  EXPECT_TRUE(fs::exists(mine / "e.sje"));
+  EXPECT_TRUE(fs::exists(not_a_build / "f.sje"));
+  EXPECT_TRUE(fs::exists(configured / "g.sje"));
+  EXPECT_NE(r.out.find("kept " + group_writable.string() + ": "), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(group_writable / "h.sje"));
+  fs::remove_all(group_writable);
+
+  fs::remove(with_notes / "notes.txt");
+  r = run_cli("cache prune", env);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_FALSE(fs::exists(with_notes));
+  list = run_cli("cache list", env);
+  EXPECT_EQ(list.out.find("folders of other builds"), std::string::npos) << list.out;
+  EXPECT_EQ(run_cli("cache prune --dir " + configured.string(), env).status, 2);
+  fs::remove_all(xdg);
+}
+
 TEST(Cli, EnvironmentMistakesAreReported) {
   // cage8: its product (55k entries) takes blocks over 512 KiB, where huge pages are decided.
   const std::string args = "run spgemm " + repo("cage8.mtx") + " --repeat 2 --csv";

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "cache/cache_folder.hpp"
 #include "cache/persistent_store.hpp"
@@ -11,10 +12,13 @@
 namespace {
 
 constexpr const char* kCacheUsage =
-    "usage: sparsejit cache list|verify|clear [--dir D]\n"
+    "usage: sparsejit cache list|verify|clear|prune [--dir D]\n"
     "  list    entries of the persistent cache: key, size, age\n"
     "  verify  check every entry (header, checksum, key, build); exit 1 if any is bad\n"
     "  clear   remove every entry (the folder stays)\n"
+    "  prune   remove the default folders of other builds and versions (never read by this\n"
+    "          build; a rebuild after an edit is another build); a folder that holds other\n"
+    "          files keeps them and stays (exit 1)\n"
     "  --dir D the cache folder (default: SPARSEJIT_CACHE_DIR, else the per-build folder\n"
     "          under $XDG_CACHE_HOME or ~/.cache/sparsejit)\n";
 
@@ -25,6 +29,37 @@ std::string age_text(int64_t s) {
   else if (s < 172800) std::snprintf(buf, sizeof buf, "%lldh", static_cast<long long>(s / 3600));
   else std::snprintf(buf, sizeof buf, "%lldd", static_cast<long long>(s / 86400));
   return buf;
+}
+
+// `sparsejit cache prune`: each folder goes through the store, so that only cache entries, the
+// lock file and then the emptied folder are removed, and an unsafe folder is refused.
+int prune_other_builds() {
+  const std::vector<std::string> folders = sj::cache::other_build_folders();
+  size_t removed = 0, kept = 0;
+  for (const std::string& f : folders) {
+    try {
+      sj::cache::PersistentStore::Options o;
+      o.create = false;
+      sj::cache::PersistentStore store(f, o);
+      size_t files = 0;
+      std::string why;
+      if (store.remove_folder(&files, &why)) {
+        std::printf("removed %s (%zu cache file%s)\n", f.c_str(), files, files == 1 ? "" : "s");
+        ++removed;
+      } else {
+        std::printf("kept %s: %s (%zu cache file%s removed)\n", f.c_str(), why.c_str(), files, files == 1 ? "" : "s");
+        ++kept;
+      }
+    } catch (const sj::Error& e) {
+      std::printf("kept %s: %s\n", f.c_str(), e.what());
+      ++kept;
+    }
+  }
+  const std::string parent = sj::cache::default_cache_parent();
+  std::printf("%s: %zu folder%s of other builds removed, %zu kept; this build's (%s) untouched\n",
+              parent.empty() ? "(no HOME)" : parent.c_str(), removed, removed == 1 ? "" : "s", kept,
+              sj::cache::build_folder_name().c_str());
+  return kept ? 1 : 0;
 }
 
 }  // namespace
@@ -47,11 +82,18 @@ int run_cache_command(int argc, char** argv) {
       return 2;
     }
   }
-  if (sub != "list" && sub != "verify" && sub != "clear") {
+  if (sub != "list" && sub != "verify" && sub != "clear" && sub != "prune") {
     std::fprintf(stderr, "sparsejit cache: %s\n%s",
-                 sub.empty() ? "which command? (list, verify or clear)" : ("unknown command '" + sub + "'").c_str(),
+                 sub.empty() ? "which command? (list, verify, clear or prune)" : ("unknown command '" + sub + "'").c_str(),
                  kCacheUsage);
     return 2;
+  }
+  if (sub == "prune") {
+    if (!dir.empty()) {
+      std::fprintf(stderr, "sparsejit cache: prune takes no --dir (it removes the default folders of other builds)\n");
+      return 2;
+    }
+    return prune_other_builds();
   }
   dir = sj::cache::resolve_cache_dir(dir);
   try {
@@ -86,6 +128,9 @@ int run_cache_command(int argc, char** argv) {
     if (verify || bad || stale) std::printf(", %zu bad, %zu from other builds", bad, stale);
     std::printf("%s\n", verify && !bad ? " — all good" : "");
     if (stale && verify) std::printf("(entries from other builds are never used; `sparsejit cache clear` removes them)\n");
+    if (size_t others = sj::cache::other_build_folders().size())
+      std::printf("(%zu folder%s of other builds in %s, never read by this build: `sparsejit cache prune` removes them)\n",
+                  others, others == 1 ? "" : "s", sj::cache::default_cache_parent().c_str());
     return verify && bad ? 1 : 0;
   } catch (const sj::Error& e) {
     std::fprintf(stderr, "sparsejit cache: %s\n", e.what());

@@ -56,7 +56,7 @@ const char* kUsage = R"(usage:
                            op,matrix,schedule,vector_width,threads,median_ms,min_ms,nnz_out,checksum,first_call_ms
   sparsejit inspect A.mtx  format and sparsity statistics
   sparsejit convert IN OUT [--transpose]   .mtx <-> .tns (and transpose)
-  sparsejit cache list|verify|clear [--dir D]   the persistent kernel/plan cache
+  sparsejit cache list|verify|clear|prune [--dir D]   the persistent kernel/plan cache
 )";
 
 struct Failure {
