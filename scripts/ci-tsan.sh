@@ -24,6 +24,6 @@ if [ "${TSAN_ALL:-0}" = 1 ]; then
   ctest --test-dir build-tsan --output-on-failure -j2 --timeout 900
 else
   ctest --test-dir build-tsan --output-on-failure -j2 --timeout 600 \
-        -R '^((ThreadPool|WorkPartition|SparseAssembly|ParallelDeterminism|ParallelContext|ParallelEinsum|KernelCache|CApi|Stress|SpgemmStructure|SpareHandle)\.|c_api_smoke$|llvm_on_demand_)'
+        -R '^((ThreadPool|WorkPartition|SparseAssembly|ParallelDeterminism|ParallelContext|ParallelEinsum|KernelCache|CApi|Stress|SpgemmStructure|SpareHandle|BlockPool|PushRowBlocks)\.|c_api_smoke$|llvm_on_demand_)'
 fi
 echo "== tsan stage finished in $(( $(date +%s) - start )) s (build $(( built - start )) s)"

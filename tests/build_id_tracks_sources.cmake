@@ -1,15 +1,22 @@
-cmake_minimum_required(VERSION 3.20)  # (script mode: IN_LIST, file(CREATE_LINK))
-# Checks cmake/write_build_info.cmake. On a scratch tree: an edit to a source in any of the
-# library's folders changes the build id (so the cache never serves kernels of the code before
-# the edit), an unchanged tree leaves the generated file untouched (so a build without edits
-# recompiles nothing), and neither files outside those folders nor editors' files (an Emacs lock
-# link pointing nowhere, a swap file) count or break it. Then, on the real tree: the id the
-# built CLI reports is the one the sources give now, so the build hashed them again.
+cmake_minimum_required(VERSION 3.20)  # (script mode: IN_LIST, file(CREATE_LINK), file(RENAME))
+# Checks the build id (cmake/build_id.cmake, cmake/write_build_info.cmake):
+# 1. On a scratch tree, through the script: an edit to any C/C++ file (.c .cpp .h .hpp .inc) in
+#    any of the library's folders, a new file and a rename each change the id (so the cache never
+#    serves kernels of the code before the edit); an unchanged tree leaves the generated file
+#    untouched (so a build without edits recompiles nothing); files outside those folders,
+#    hidden files and editors' files (an Emacs lock link pointing nowhere, a swap file) neither
+#    count nor break it.
+# 2. A scratch project that uses sparsejit_build_id(): after an edit, a plain rebuild (no
+#    configure) gives a program with a new id.
+# 3. The real tree: the id the built CLI prints is the one its sources give now.
 # Inputs (-D): SCRIPT, TEMPLATE, FOLDERS (as the build passes them), WORK, SOURCE_DIR, CLI.
 string(REPLACE "," ";" folders "${FOLDERS}")
+set(extensions c cpp h hpp inc)
 file(REMOVE_RECURSE "${WORK}")
 foreach(d IN LISTS folders)
-  file(WRITE "${WORK}/tree/${d}/deep/a.cpp" "int a() { return 1; }\n")
+  foreach(ext IN LISTS extensions)
+    file(WRITE "${WORK}/tree/${d}/deep/a.${ext}" "int a;\n")
+  endforeach()
 endforeach()
 file(WRITE "${WORK}/tree/docs/notes.md" "notes\n")
 set(out "${WORK}/generated/id.cpp")
@@ -29,6 +36,7 @@ function(build_id var source_dir)
   set(${var} "${CMAKE_MATCH_1}" PARENT_SCOPE)
 endfunction()
 
+# 1. The script on a scratch tree.
 build_id(first "${WORK}/tree")
 file(TIMESTAMP "${out}" stamp_first "%s%f")
 execute_process(COMMAND ${CMAKE_COMMAND} -E sleep 1.1)
@@ -42,27 +50,66 @@ file(WRITE "${WORK}/tree/docs/notes.md" "other notes\n")
 list(GET folders 0 first_folder)
 file(CREATE_LINK "${WORK}/tree/nowhere.cpp" "${WORK}/tree/${first_folder}/.#a.cpp" SYMBOLIC)
 file(WRITE "${WORK}/tree/${first_folder}/.a.cpp.swp" "swap\n")
+file(WRITE "${WORK}/tree/${first_folder}/.hidden.cpp" "int hidden;\n")
 build_id(others "${WORK}/tree")
 if(NOT others STREQUAL first)
-  message(FATAL_ERROR "a file outside the folders or an editor's file changed the build id")
+  message(FATAL_ERROR "a file outside the folders, a hidden file or an editor's file changed the build id")
 endif()
 
 set(seen "${first}")
 foreach(d IN LISTS folders)
-  file(WRITE "${WORK}/tree/${d}/deep/a.cpp" "int a() { return 2; }\n")
-  build_id(edited "${WORK}/tree")
-  if(edited IN_LIST seen)
-    message(FATAL_ERROR "an edit to ${d}/deep/a.cpp left the build id at ${edited}")
-  endif()
-  list(APPEND seen "${edited}")
+  foreach(ext IN LISTS extensions)
+    file(WRITE "${WORK}/tree/${d}/deep/a.${ext}" "int b;\n")
+    build_id(edited "${WORK}/tree")
+    if(edited IN_LIST seen)
+      message(FATAL_ERROR "an edit to ${d}/deep/a.${ext} left the build id at ${edited}")
+    endif()
+    list(APPEND seen "${edited}")
+  endforeach()
 endforeach()
 file(WRITE "${WORK}/tree/${first_folder}/b.hpp" "\n")
 build_id(added "${WORK}/tree")
-if(added IN_LIST seen)
-  message(FATAL_ERROR "a new header left the build id at ${added}")
+file(RENAME "${WORK}/tree/${first_folder}/b.hpp" "${WORK}/tree/${first_folder}/c.hpp")
+build_id(renamed "${WORK}/tree")
+if(added IN_LIST seen OR renamed IN_LIST seen OR renamed STREQUAL added)
+  message(FATAL_ERROR "a new header or a rename left the build id as it was: ${added} / ${renamed}")
 endif()
 
-# The real tree against what the built CLI prints ("sparsejit <version>+<prefix>-<hash>  op").
+# 2. A scratch project built with sparsejit_build_id(), edited, built again without configuring.
+get_filename_component(repo "${SCRIPT}" DIRECTORY)
+get_filename_component(repo "${repo}" DIRECTORY)
+set(proj "${WORK}/project")
+file(WRITE "${proj}/src/a.cpp" "int a() { return 1; }\n")
+file(WRITE "${proj}/main.cpp" "#include <cstdio>\n#include \"src/build_id.hpp\"\nint main() { std::puts(sj::kBuildId); }\n")
+file(WRITE "${proj}/CMakeLists.txt" "
+cmake_minimum_required(VERSION 3.20)
+project(build_id_probe CXX)
+include(${repo}/cmake/build_id.cmake)
+add_executable(probe main.cpp src/a.cpp)
+target_include_directories(probe PRIVATE ${repo})
+sparsejit_build_id(NAME probe_build_id SOURCE_DIR \${CMAKE_SOURCE_DIR} FOLDERS src PREFIX probe VERSION 1.2.3
+                   OUTPUT \${CMAKE_BINARY_DIR}/id.cpp TARGETS probe)
+")
+function(run_step)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${ARGN} failed (${rc}): ${o}${e}")
+  endif()
+endfunction()
+function(probe_id var)
+  run_step(${CMAKE_COMMAND} --build "${proj}/build")
+  execute_process(COMMAND "${proj}/build/probe" OUTPUT_VARIABLE id OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set(${var} "${id}" PARENT_SCOPE)
+endfunction()
+run_step(${CMAKE_COMMAND} -S "${proj}" -B "${proj}/build" -DCMAKE_BUILD_TYPE=Release)
+probe_id(built)
+file(WRITE "${proj}/src/a.cpp" "int a() { return 2; }\n")
+probe_id(rebuilt)
+if(NOT built MATCHES "^probe-[0-9a-f]+$" OR rebuilt STREQUAL built)
+  message(FATAL_ERROR "the scratch project's id after an edit and a rebuild: ${built} -> ${rebuilt}")
+endif()
+
+# 3. The real tree against what the built CLI prints ("sparsejit <version>+<prefix>-<hash>  op").
 build_id(now "${SOURCE_DIR}")
 execute_process(COMMAND ${CMAKE_COMMAND} -E env SPARSEJIT_CACHE_DIR=${WORK}/cache ${CLI} run spgemm ${SOURCE_DIR}/data/cage8.mtx --repeat 1
                 OUTPUT_VARIABLE printed RESULT_VARIABLE rc)
@@ -71,6 +118,6 @@ if(NOT rc EQUAL 0 OR NOT printed MATCHES "sparsejit [^ ]*-([0-9a-f]+) ")
 endif()
 if(NOT CMAKE_MATCH_1 STREQUAL now)
   message(FATAL_ERROR "the library's build id ends in ${CMAKE_MATCH_1}, the sources now hash to ${now}: "
-                      "the build did not hash them again")
+                      "were they edited since the last build? (if a build leaves this, it does not hash them again)")
 endif()
-message(STATUS "scratch build ids: ${seen};${added}; the library's: ${now}")
+message(STATUS "scratch ids: ${seen};${added};${renamed}; project ${built} -> ${rebuilt}; the library's: ${now}")
