@@ -1,15 +1,14 @@
 #include "cache/cache_folder.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 
 #include "sparsejit_build_info.hpp"
 #include "src/build_id.hpp"
@@ -45,7 +44,8 @@ int make_dirs(const std::string& path) {
 std::string build_folder_name() { return std::string(SPARSEJIT_VERSION_STRING) + "-" + kBuildId; }
 
 std::string default_cache_parent() {
-  if (std::string x = env("XDG_CACHE_HOME"); !x.empty()) return x + "/sparsejit";
+  // (a relative XDG_CACHE_HOME is invalid and ignored, as the XDG base directory spec says)
+  if (std::string x = env("XDG_CACHE_HOME"); !x.empty() && x[0] == '/') return x + "/sparsejit";
   if (std::string h = env("HOME"); !h.empty()) return h + "/.cache/sparsejit";
   return {};
 }
@@ -57,32 +57,21 @@ std::string resolve_cache_dir(std::string_view configured) {
   return {};
 }
 
-std::vector<std::string> other_build_folders() {
-  std::vector<std::string> out;
-  const std::string parent = default_cache_parent();
-  if (parent.empty()) return out;
-  // "<digits>.<digits>.<digits>-" then the id's characters: nothing else there is taken.
-  auto is_build_folder = [](std::string_view n) {
-    size_t i = 0;
-    for (int part = 0; part < 3; ++part) {
-      const size_t start = i;
-      while (i < n.size() && n[i] >= '0' && n[i] <= '9') ++i;
-      if (i == start || i >= n.size() || n[i] != (part < 2 ? '.' : '-')) return false;
-      ++i;
-    }
-    if (i == n.size()) return false;
-    for (; i < n.size(); ++i)
-      if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'z') || n[i] == '-')) return false;
-    return true;
-  };
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(parent, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name != build_folder_name() && is_build_folder(name) && e.is_directory(ec) && !e.is_symlink(ec))
-      out.push_back(e.path().string());
+std::vector<std::string> folder_entry_names(int dir_fd) {
+  std::vector<std::string> names;
+  int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return names;
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return names;
   }
-  std::sort(out.begin(), out.end());
-  return out;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(std::move(n));
+  }
+  ::closedir(d);
+  return names;
 }
 
 CacheFolder open_cache_folder(const std::string& path, bool create) {

@@ -21,14 +21,13 @@ std::string build_folder_name();
 // Empty when nothing gives one (no HOME): the disk cache is then off.
 std::string resolve_cache_dir(std::string_view configured = {});
 
-// Where the default per-build folders live: $XDG_CACHE_HOME/sparsejit, else
+// Where the default per-build folders live: $XDG_CACHE_HOME/sparsejit (an absolute one), else
 // $HOME/.cache/sparsejit; empty without either.
 std::string default_cache_parent();
 
-// The default folders of other builds and versions in default_cache_parent() (names of the
-// form "<major>.<minor>.<patch>-<build id>", this build's excepted), sorted. This build never
-// reads them; `sparsejit cache prune` removes them.
-std::vector<std::string> other_build_folders();
+// The names in the folder open as dir_fd ("." and ".." left out), read through a descriptor of
+// its own so that dir_fd's offset is not shared.
+std::vector<std::string> folder_entry_names(int dir_fd);
 
 struct CacheFolder {
   int fd = -1;            // O_DIRECTORY descriptor of the checked folder (owned), -1 if unusable

@@ -1,6 +1,5 @@
 #include "cache/persistent_store.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -25,7 +24,6 @@ namespace {
 std::atomic<int> g_inject_write_errno{0};
 std::atomic<uint64_t> g_tmp_counter{0};
 
-constexpr const char* kLockName = ".lock";
 constexpr const char* kTmpPrefix = ".tmp-";
 
 bool ends_with(std::string_view s, std::string_view suffix) {
@@ -144,24 +142,6 @@ Reading read_entry(int dir_fd, const std::string& name, const KernelKey* expecte
   if (hash64(data.data(), data.size(), header_seed(h)) != h.checksum) return r.problem = "checksum mismatch (corrupt)", r;
   if (payload) *payload = std::move(data);
   return r;
-}
-
-// Names of the folder's files (a fresh descriptor so the folder's offset is not shared).
-std::vector<std::string> folder_names(int dir_fd) {
-  std::vector<std::string> names;
-  int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return names;
-  DIR* d = ::fdopendir(fd);
-  if (!d) {
-    ::close(fd);
-    return names;
-  }
-  while (struct dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(std::move(n));
-  }
-  ::closedir(d);
-  return names;
 }
 
 }  // namespace
@@ -298,7 +278,7 @@ std::vector<EntryInfo> PersistentStore::list(bool verify) const {
   std::vector<EntryInfo> out;
   if (dir_fd_ < 0) return out;
   int64_t now = static_cast<int64_t>(std::time(nullptr));
-  for (const std::string& name : folder_names(dir_fd_)) {
+  for (const std::string& name : folder_entry_names(dir_fd_)) {
     // A writer's temporary file ends like an entry too; it is not one until it is renamed.
     if (!ends_with(name, kEntrySuffix) || starts_with(name, kTmpPrefix)) continue;
     Reading r = read_entry(dir_fd_, name, nullptr, verify, nullptr);
@@ -324,29 +304,13 @@ size_t PersistentStore::clear() {
   if (dir_fd_ < 0) return 0;
   bool locked = lock_fd_ >= 0 && lock_exclusive() == 0;
   size_t removed = 0;
-  for (const std::string& name : folder_names(dir_fd_))
+  for (const std::string& name : folder_entry_names(dir_fd_))
     if (ends_with(name, kEntrySuffix) || starts_with(name, kTmpPrefix))
       if (::unlinkat(dir_fd_, name.c_str(), 0) == 0) ++removed;
   if (locked) ::flock(lock_fd_, LOCK_UN);
   std::lock_guard<std::mutex> lock(mutex_);
   reported_.clear();
   return removed;
-}
-
-bool PersistentStore::remove_folder(size_t* removed_files, std::string* why) {
-  *removed_files = 0;
-  if (dir_fd_ < 0) {
-    if (::access(dir_.c_str(), F_OK) != 0 && errno == ENOENT) return true;
-    *why = disabled_reason();
-    return false;
-  }
-  *removed_files = clear();
-  ::unlinkat(dir_fd_, kLockName, 0);  // (not counted: opening the store may have made it)
-  if (::rmdir(dir_.c_str()) == 0) return true;
-  const int e = errno;
-  *why = e == ENOTEMPTY || e == EEXIST ? std::string("it holds files that are not cache entries")
-                                       : std::string(std::strerror(e));
-  return false;
 }
 
 StoreStats PersistentStore::stats() const {

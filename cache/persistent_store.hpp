@@ -36,6 +36,8 @@ inline constexpr char kEntryMagic[8] = {'S', 'J', 'C', 'A', 'C', 'H', 'E', '1'};
 inline constexpr uint32_t kEntryFormatVersion = 1;
 inline constexpr uint64_t kMaxPayloadBytes = uint64_t(1) << 30;  // larger = not ours
 inline constexpr const char* kEntrySuffix = ".sje";
+// The folder's lock file (writers hold it exclusively while they write).
+inline constexpr const char* kLockName = ".lock";
 
 struct EntryHeader {
   char magic[8];
@@ -105,11 +107,6 @@ class PersistentStore {
   // Removes every entry and leftover temporary file (the folder and lock file stay). Returns
   // how many files were removed.
   size_t clear();
-  // clear() (its count in *removed_files), then the lock file and the folder itself
-  // (`sparsejit cache prune`). False, with why, when the folder holds other files (they and
-  // the folder stay) or cannot be removed; a missing folder is already gone (true, nothing
-  // removed).
-  bool remove_folder(size_t* removed_files, std::string* why);
 
   // The path of the entry file for `key` (whether or not it exists).
   std::string entry_path(const KernelKey& key) const;

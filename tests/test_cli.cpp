@@ -1,6 +1,9 @@
 // The sparsejit command: its output formats, its errors, and `run spgemm X.mtx --output`
 // agreeing with an independent product on real matrices.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -97,18 +100,16 @@ TEST(Cli, BadArgumentsAreClearErrors) {
   EXPECT_NE(r.out.find("SJ_ERR_SHAPE_MISMATCH"), std::string::npos) << r.out;
 }
 
-// A library environment variable set to a value it does not take is reported once on stderr,
-// naming it, what it takes and what applies instead, and the run goes on with the default;
-// accepted values print nothing (the variables are read once per process: one child each).
-// `sparsejit cache prune` removes the default folders of other builds and versions, through
-// the store: only their entries and lock file, then the emptied folder. A folder holding
-// anything else keeps it and stays (exit 1); this build's folder, SPARSEJIT_CACHE_DIR and
-// folders not named like builds are never touched; `list` counts what prune would take.
+// `sparsejit cache prune` removes the default folders of other builds and versions: their
+// entries and lock file, then the emptied folder. A folder stays whole when it holds anything
+// else, is not private, or is the folder SPARSEJIT_CACHE_DIR names; symlinks (the parent, a
+// folder) are never followed; this build's folder and names not like builds are not touched;
+// `list` counts what prune would take, also when this build has no folder yet.
 TEST(Cli, CachePruneRemovesOnlyOtherBuildsEntries) {
   namespace fs = std::filesystem;
   char tmpl[] = "/tmp/sj-prune-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const fs::path xdg = tmpl, parent = xdg / "sparsejit";
+  const fs::path root = tmpl, xdg = root / "xdg", parent = xdg / "sparsejit";
   auto make = [](const fs::path& dir, std::initializer_list<const char*> files) {
     fs::create_directories(dir);
     fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
@@ -117,52 +118,82 @@ TEST(Cli, CachePruneRemovesOnlyOtherBuildsEntries) {
   const fs::path old_build = parent / "0.1.0-0123456789ab-20260101000000";
   const fs::path old_version = parent / "0.0.9-nogit-20250101000000-abcdef012345";
   const fs::path with_notes = parent / "0.1.0-fedcba987654-20260102000000";
-  const fs::path mine = parent / sj::cache::build_folder_name();
-  const fs::path not_a_build = parent / "photos";
-  const fs::path configured = xdg / "configured";
+  const fs::path with_tmp = parent / "1.2.3-rc1";
   const fs::path group_writable = parent / "0.1.0-aaaaaaaaaaaa-20260103000000";
-  make(old_build, {"a.sje", "b.sje", ".lock", ".tmp-1"});
+  const fs::path configured = parent / "0.1.0-pinned";
+  const fs::path linked = parent / "0.1.0-linked", link_target = root / "target";
+  const fs::path not_a_build = parent / "photos";
+  const fs::path busy = parent / "0.1.0-busy";
+  make(busy, {"e.sje", ".lock"});
+  make(old_build, {"a.sje", "b.sje", ".lock"});
   make(old_version, {"c.sje"});
   make(with_notes, {"d.sje", ".lock", "notes.txt"});
-  make(mine, {"e.sje", ".lock"});
-  make(not_a_build, {"f.sje"});
-  make(configured, {"g.sje"});
+  make(with_tmp, {".tmp-work"});
   make(group_writable, {"h.sje"});
-  fs::permissions(group_writable, fs::perms::group_write, fs::perm_options::add);  // unsafe: refused
-  const std::string env = "XDG_CACHE_HOME=" + xdg.string() + " SPARSEJIT_CACHE_DIR=" + configured.string();
+  fs::permissions(group_writable, fs::perms::group_write, fs::perm_options::add);
+  make(configured, {"g.sje"});
+  make(link_target, {"t.sje"});
+  fs::create_directory_symlink(link_target, linked);
+  make(not_a_build, {"f.sje"});
+  const std::string env = "XDG_CACHE_HOME=" + xdg.string();
 
-  Result list = run_cli("cache list", env);
+  // This build has no folder here yet: list says so, and counts the four prune would take.
+  Result list = run_cli("cache list", env + " SPARSEJIT_CACHE_DIR=");
+  EXPECT_NE(list.out.find("no cache here"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("(4 folders of other builds in " + parent.string()), std::string::npos) << list.out;
 
-  Result r = run_cli("cache prune", env);
-  EXPECT_EQ(r.status, 1) << r.out;  // two folders kept
-  EXPECT_NE(r.out.find("removed " + old_build.string() + " (3 cache files)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("removed " + old_version.string() + " (1 cache file)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("kept " + with_notes.string() + ": it holds files that are not cache entries (1 cache file removed)"),
-            std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("2 folders of other builds removed, 2 kept"), std::string::npos) << r.out;
+  const int writer = ::open((busy / ".lock").c_str(), O_RDWR);  // as a writer of that build holds it
+  ASSERT_GE(writer, 0);
+  ASSERT_EQ(::flock(writer, LOCK_EX), 0);
+  Result r = run_cli("cache prune", env + " SPARSEJIT_CACHE_DIR=" + configured.string());
+  ::close(writer);
+  EXPECT_NE(r.out.find("kept " + busy.string() + ": a program is writing to it"), std::string::npos) << r.out;
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("removed " + old_build.string() + " (2 entries)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("removed " + old_version.string() + " (1 entry)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kept " + with_notes.string() + ": it holds 'notes.txt', which is no cache entry"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kept " + with_tmp.string() + ": it holds '.tmp-work'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kept " + group_writable.string() + ": others may write to it"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kept " + configured.string() + ": it is the folder this process is configured to use"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 folders of other builds removed, 5 kept"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(old_build));
   EXPECT_FALSE(fs::exists(old_version));
-  EXPECT_TRUE(fs::exists(with_notes / "notes.txt"));
-  EXPECT_FALSE(fs::exists(with_notes / "d.sje"));
-  EXPECT_TRUE(fs::exists(mine / "e.sje"));
-  EXPECT_TRUE(fs::exists(not_a_build / "f.sje"));
-  EXPECT_TRUE(fs::exists(configured / "g.sje"));
-  EXPECT_NE(r.out.find("kept " + group_writable.string() + ": "), std::string::npos) << r.out;
-  EXPECT_TRUE(fs::exists(group_writable / "h.sje"));
-  fs::remove_all(group_writable);
+  for (const fs::path& f : {with_notes / "d.sje", with_notes / "notes.txt", with_tmp / ".tmp-work",
+                            group_writable / "h.sje", configured / "g.sje", link_target / "t.sje",
+                            not_a_build / "f.sje"})
+    EXPECT_TRUE(fs::exists(f)) << f;
+  EXPECT_TRUE(fs::is_symlink(linked));
 
-  fs::remove(with_notes / "notes.txt");
-  r = run_cli("cache prune", env);
+  // Without SPARSEJIT_CACHE_DIR the pinned folder goes too; the others stay as they were.
+  r = run_cli("cache prune", env + " SPARSEJIT_CACHE_DIR=");
   EXPECT_EQ(r.status, 0) << r.out;
-  EXPECT_FALSE(fs::exists(with_notes));
-  list = run_cli("cache list", env);
-  EXPECT_EQ(list.out.find("folders of other builds"), std::string::npos) << list.out;
+  EXPECT_FALSE(fs::exists(configured));
+  EXPECT_FALSE(fs::exists(busy));
+  EXPECT_TRUE(fs::exists(with_notes / "d.sje"));
+
+  // A relative XDG_CACHE_HOME is ignored (HOME's .cache then), and a symlinked parent is left alone.
+  const fs::path home = root / "home";
+  make(home / ".cache" / "sparsejit" / "0.1.0-fromhome", {"x.sje"});
+  r = run_cli("cache prune", "XDG_CACHE_HOME=relative HOME=" + home.string() + " SPARSEJIT_CACHE_DIR=");
+  EXPECT_NE(r.out.find("removed " + (home / ".cache/sparsejit/0.1.0-fromhome").string()), std::string::npos) << r.out;
+  const fs::path other_xdg = root / "other";
+  fs::create_directories(other_xdg);
+  fs::create_directory_symlink(parent, other_xdg / "sparsejit");
+  r = run_cli("cache prune", "XDG_CACHE_HOME=" + other_xdg.string() + " SPARSEJIT_CACHE_DIR=");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("is a symlink: left alone"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(with_notes / "d.sje"));
+
   EXPECT_EQ(run_cli("cache prune --dir " + configured.string(), env).status, 2);
-  fs::remove_all(xdg);
+  fs::permissions(group_writable, fs::perms::owner_all, fs::perm_options::replace);
+  fs::remove_all(root);
 }
 
+// A library environment variable set to a value it does not take is reported once on stderr,
+// naming it, what it takes and what applies instead, and the run goes on with the default;
+// accepted values print nothing (the variables are read once per process: one child each).
 TEST(Cli, EnvironmentMistakesAreReported) {
   // cage8: its product (55k entries) takes blocks over 512 KiB, where huge pages are decided.
   const std::string args = "run spgemm " + repo("cage8.mtx") + " --repeat 2 --csv";

@@ -1,24 +1,28 @@
 #include "tools/cache_command.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "cache/cache_folder.hpp"
 #include "cache/persistent_store.hpp"
+#include "cache/prune_builds.hpp"
 #include "src/error.hpp"
 
 namespace {
 
 constexpr const char* kCacheUsage =
-    "usage: sparsejit cache list|verify|clear|prune [--dir D]\n"
+    "usage: sparsejit cache list|verify|clear [--dir D]\n"
+    "       sparsejit cache prune\n"
     "  list    entries of the persistent cache: key, size, age\n"
     "  verify  check every entry (header, checksum, key, build); exit 1 if any is bad\n"
     "  clear   remove every entry (the folder stays)\n"
     "  prune   remove the default folders of other builds and versions (never read by this\n"
-    "          build; a rebuild after an edit is another build); a folder that holds other\n"
-    "          files keeps them and stays (exit 1)\n"
+    "          build; a rebuild after an edit is another build). A folder stays whole, with\n"
+    "          the reason, when it holds anything but cache entries, is not private, is the\n"
+    "          folder in use here (SPARSEJIT_CACHE_DIR) or is being written to\n"
     "  --dir D the cache folder (default: SPARSEJIT_CACHE_DIR, else the per-build folder\n"
     "          under $XDG_CACHE_HOME or ~/.cache/sparsejit)\n";
 
@@ -31,35 +35,37 @@ std::string age_text(int64_t s) {
   return buf;
 }
 
-// `sparsejit cache prune`: each folder goes through the store, so that only cache entries, the
-// lock file and then the emptied folder are removed, and an unsafe folder is refused.
+// `sparsejit cache prune` (cache/prune_builds.hpp).
 int prune_other_builds() {
-  const std::vector<std::string> folders = sj::cache::other_build_folders();
-  size_t removed = 0, kept = 0;
-  for (const std::string& f : folders) {
-    try {
-      sj::cache::PersistentStore::Options o;
-      o.create = false;
-      sj::cache::PersistentStore store(f, o);
-      size_t files = 0;
-      std::string why;
-      if (store.remove_folder(&files, &why)) {
-        std::printf("removed %s (%zu cache file%s)\n", f.c_str(), files, files == 1 ? "" : "s");
-        ++removed;
-      } else {
-        std::printf("kept %s: %s (%zu cache file%s removed)\n", f.c_str(), why.c_str(), files, files == 1 ? "" : "s");
-        ++kept;
-      }
-    } catch (const sj::Error& e) {
-      std::printf("kept %s: %s\n", f.c_str(), e.what());
-      ++kept;
+  std::string problem;
+  const auto outcomes = sj::cache::prune_other_builds(false, &problem);
+  if (!problem.empty()) {
+    std::fprintf(stderr, "sparsejit cache prune: %s\n", problem.c_str());
+    return 1;
+  }
+  size_t removed = 0;
+  for (const auto& o : outcomes) {
+    if (o.removed) {
+      ++removed;
+      std::printf("removed %s (%zu entr%s)\n", o.path.c_str(), o.entries, o.entries == 1 ? "y" : "ies");
+    } else {
+      std::printf("kept %s: %s\n", o.path.c_str(), o.kept_why.c_str());
     }
   }
-  const std::string parent = sj::cache::default_cache_parent();
   std::printf("%s: %zu folder%s of other builds removed, %zu kept; this build's (%s) untouched\n",
-              parent.empty() ? "(no HOME)" : parent.c_str(), removed, removed == 1 ? "" : "s", kept,
+              sj::cache::default_cache_parent().c_str(), removed, removed == 1 ? "" : "s", outcomes.size() - removed,
               sj::cache::build_folder_name().c_str());
-  return kept ? 1 : 0;
+  return 0;
+}
+
+// After list and verify of the default folder: how many folders prune would remove.
+void hint_other_builds() {
+  std::string problem;
+  size_t n = 0;
+  for (const auto& o : sj::cache::prune_other_builds(true, &problem)) n += o.kept_why.empty();
+  if (n)
+    std::printf("(%zu folder%s of other builds in %s, never read by this build: `sparsejit cache prune` removes them)\n",
+                n, n == 1 ? "" : "s", sj::cache::default_cache_parent().c_str());
 }
 
 }  // namespace
@@ -95,6 +101,8 @@ int run_cache_command(int argc, char** argv) {
     }
     return prune_other_builds();
   }
+  const char* env_dir = std::getenv("SPARSEJIT_CACHE_DIR");
+  const bool default_folder = dir.empty() && (env_dir == nullptr || *env_dir == 0);
   dir = sj::cache::resolve_cache_dir(dir);
   try {
     sj::cache::PersistentStore::Options o;
@@ -102,6 +110,7 @@ int run_cache_command(int argc, char** argv) {
     sj::cache::PersistentStore store(dir, o);
     if (!store.enabled() && !store.disabled_reason().empty() && store.list(false).empty()) {
       std::printf("%s: no cache here (%s)\n", dir.c_str(), store.disabled_reason().c_str());
+      if (default_folder && sub != "clear") hint_other_builds();  // (as after a rebuild)
       return 0;
     }
     if (sub == "clear") {
@@ -128,9 +137,7 @@ int run_cache_command(int argc, char** argv) {
     if (verify || bad || stale) std::printf(", %zu bad, %zu from other builds", bad, stale);
     std::printf("%s\n", verify && !bad ? " — all good" : "");
     if (stale && verify) std::printf("(entries from other builds are never used; `sparsejit cache clear` removes them)\n");
-    if (size_t others = sj::cache::other_build_folders().size())
-      std::printf("(%zu folder%s of other builds in %s, never read by this build: `sparsejit cache prune` removes them)\n",
-                  others, others == 1 ? "" : "s", sj::cache::default_cache_parent().c_str());
+    if (default_folder) hint_other_builds();
     return verify && bad ? 1 : 0;
   } catch (const sj::Error& e) {
     std::fprintf(stderr, "sparsejit cache: %s\n", e.what());
