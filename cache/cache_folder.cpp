@@ -44,9 +44,10 @@ int make_dirs(const std::string& path) {
 std::string build_folder_name() { return std::string(SPARSEJIT_VERSION_STRING) + "-" + kBuildId; }
 
 std::string default_cache_parent() {
-  // (a relative XDG_CACHE_HOME is invalid and ignored, as the XDG base directory spec says)
+  // (a relative XDG_CACHE_HOME is invalid and ignored, as the XDG base directory spec says; so
+  // is a relative HOME, which would put the cache under whatever folder the process is in)
   if (std::string x = env("XDG_CACHE_HOME"); !x.empty() && x[0] == '/') return x + "/sparsejit";
-  if (std::string h = env("HOME"); !h.empty()) return h + "/.cache/sparsejit";
+  if (std::string h = env("HOME"); !h.empty() && h[0] == '/') return h + "/.cache/sparsejit";
   return {};
 }
 
@@ -57,8 +58,9 @@ std::string resolve_cache_dir(std::string_view configured) {
   return {};
 }
 
-std::vector<std::string> folder_entry_names(int dir_fd) {
+std::vector<std::string> folder_entry_names(int dir_fd, bool* listed) {
   std::vector<std::string> names;
+  if (listed) *listed = false;
   int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return names;
   DIR* d = ::fdopendir(fd);
@@ -66,11 +68,15 @@ std::vector<std::string> folder_entry_names(int dir_fd) {
     ::close(fd);
     return names;
   }
+  errno = 0;
   while (struct dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
     if (n != "." && n != "..") names.push_back(std::move(n));
   }
+  const int e = errno;  // readdir's end (0) or failure
   ::closedir(d);
+  if (listed) *listed = e == 0;
+  errno = e;
   return names;
 }
 
@@ -78,7 +84,7 @@ CacheFolder open_cache_folder(const std::string& path, bool create) {
   CacheFolder out;
   out.path = path;
   if (path.empty()) {
-    out.problem = "no cache folder (set SPARSEJIT_CACHE_DIR, XDG_CACHE_HOME or HOME)";
+    out.problem = "no cache folder (set SPARSEJIT_CACHE_DIR, or XDG_CACHE_HOME or HOME to an absolute path)";
     return out;
   }
   std::string p = path;

@@ -1,7 +1,8 @@
 // Where the persistent cache lives and whether that folder is safe to use.
 //
 // Folder: the configured one (sj_config.cache_dir), else $SPARSEJIT_CACHE_DIR, else
-// $XDG_CACHE_HOME/sparsejit/<version>-<build id>, else $HOME/.cache/sparsejit/<version>-<build id>.
+// $XDG_CACHE_HOME/sparsejit/<version>-<build id>, else $HOME/.cache/sparsejit/<version>-<build id>
+// (a relative XDG_CACHE_HOME or HOME counts as unset).
 // It is created private (0700, missing parents too). An existing folder that others could
 // write to — group/other write bits, another owner, or a symlink — is refused: code loaded
 // from it could have been planted. A folder that cannot be created or written (read-only
@@ -21,13 +22,14 @@ std::string build_folder_name();
 // Empty when nothing gives one (no HOME): the disk cache is then off.
 std::string resolve_cache_dir(std::string_view configured = {});
 
-// Where the default per-build folders live: $XDG_CACHE_HOME/sparsejit (an absolute one), else
-// $HOME/.cache/sparsejit; empty without either.
+// Where the default per-build folders live: $XDG_CACHE_HOME/sparsejit, else
+// $HOME/.cache/sparsejit; a relative value counts as unset; empty without either.
 std::string default_cache_parent();
 
 // The names in the folder open as dir_fd ("." and ".." left out), read through a descriptor of
-// its own so that dir_fd's offset is not shared.
-std::vector<std::string> folder_entry_names(int dir_fd);
+// its own so that dir_fd's offset is not shared. *listed (when given) says whether the whole
+// folder was read (else errno says why).
+std::vector<std::string> folder_entry_names(int dir_fd, bool* listed = nullptr);
 
 struct CacheFolder {
   int fd = -1;            // O_DIRECTORY descriptor of the checked folder (owned), -1 if unusable

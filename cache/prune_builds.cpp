@@ -51,14 +51,17 @@ struct Fd {
   }
 };
 
-// Removes one folder (see the header), or says why it stays.
+// Removes one folder (see the header), or says why it stays. The lock comes first: writers
+// hold it from creating their temporary file to renaming it, so while prune holds it nothing
+// is added, and a temporary file left there is a crashed writer's (it ends in .sje: removed).
 void prune_one(int parent_fd, const std::string& name, bool dry_run, const struct stat* keep, PruneOutcome* o) {
+  auto keep_for_error = [o](std::string why) {
+    o->kept_why = std::move(why);
+    o->error = true;
+  };
   Fd dir{::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
   struct stat st;
-  if (dir.fd < 0 || ::fstat(dir.fd, &st) != 0) {
-    o->kept_why = cat("cannot open it: ", std::strerror(errno));
-    return;
-  }
+  if (dir.fd < 0 || ::fstat(dir.fd, &st) != 0) return keep_for_error(cat("cannot open it: ", std::strerror(errno)));
   if (keep && st.st_dev == keep->st_dev && st.st_ino == keep->st_ino) {
     o->kept_why = "it is the folder this process is configured to use";
     return;
@@ -67,36 +70,33 @@ void prune_one(int parent_fd, const std::string& name, bool dry_run, const struc
     o->kept_why = why;
     return;
   }
+  Fd lock{::openat(dir.fd, kLockName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};  // (flock needs no write access)
+  if (lock.fd < 0 && errno != ENOENT) return keep_for_error(cat("cannot open its ", kLockName, ": ", std::strerror(errno)));
+  if (!dry_run && lock.fd >= 0 && ::flock(lock.fd, LOCK_EX | LOCK_NB) != 0) {
+    o->kept_why = "a program is writing to it";
+    return;
+  }
+  bool listed = false;
   std::vector<std::string> entries;
-  for (std::string& n : folder_entry_names(dir.fd)) {
-    if (ends_with(n, kEntrySuffix)) entries.push_back(std::move(n));
-    else if (n != kLockName) {
+  for (std::string& n : folder_entry_names(dir.fd, &listed)) {
+    struct stat fst;
+    const bool regular = ::fstatat(dir.fd, n.c_str(), &fst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(fst.st_mode);
+    if (regular && ends_with(n, kEntrySuffix)) entries.push_back(std::move(n));
+    else if (!regular || n != kLockName) {
       o->kept_why = cat("it holds '", n, "', which is no cache entry");
       return;
     }
   }
+  if (!listed) return keep_for_error(cat("cannot list it: ", std::strerror(errno)));
   o->entries = entries.size();
   if (dry_run) return;
-  // A writer holds the lock while it writes; waiting for it is not prune's business.
-  Fd lock{::openat(dir.fd, kLockName, O_RDWR | O_NOFOLLOW | O_CLOEXEC)};
-  if (lock.fd >= 0 && ::flock(lock.fd, LOCK_EX | LOCK_NB) != 0) {
-    o->kept_why = "a program is writing to it";
-    return;
-  }
   for (const std::string& n : entries)
-    if (::unlinkat(dir.fd, n.c_str(), 0) != 0 && errno != ENOENT) {
-      o->kept_why = cat("cannot remove ", n, ": ", std::strerror(errno));
-      return;
-    }
-  if (::unlinkat(dir.fd, kLockName, 0) != 0 && errno != ENOENT) {
-    o->kept_why = cat("cannot remove ", kLockName, ": ", std::strerror(errno));
-    return;
-  }
-  if (::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) != 0) {
-    o->kept_why = errno == ENOTEMPTY || errno == EEXIST ? std::string("a file appeared in it meanwhile (in use?)")
-                                                        : cat("cannot remove it: ", std::strerror(errno));
-    return;
-  }
+    if (::unlinkat(dir.fd, n.c_str(), 0) != 0 && errno != ENOENT)
+      return keep_for_error(cat("cannot remove ", n, ": ", std::strerror(errno)));
+  if (::unlinkat(dir.fd, kLockName, 0) != 0 && errno != ENOENT)
+    return keep_for_error(cat("cannot remove ", kLockName, ": ", std::strerror(errno)));
+  if (::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) != 0)
+    return keep_for_error(cat("cannot remove it: ", std::strerror(errno)));
   o->removed = true;
 }
 
@@ -105,8 +105,8 @@ void prune_one(int parent_fd, const std::string& name, bool dry_run, const struc
 std::vector<PruneOutcome> prune_other_builds(bool dry_run, std::string* problem) {
   std::vector<PruneOutcome> out;
   const std::string parent = default_cache_parent();
-  if (parent.empty() || parent[0] != '/') {
-    *problem = "no default cache folder (XDG_CACHE_HOME or HOME, absolute)";
+  if (parent.empty()) {
+    *problem = "no default cache folder (neither XDG_CACHE_HOME nor HOME is an absolute path)";
     return out;
   }
   struct stat pst;

@@ -8,8 +8,10 @@
 // folders (no symlinks) owned by this user and writable by no one else; it holds nothing but
 // cache entries (*.sje) and the lock file; and no writer holds its lock. Otherwise it is left
 // whole, with the reason. Everything is done through descriptors (openat, unlinkat), so a
-// path swapped after the checks is never followed. A program of that build still running then
-// finds no folder: its disk cache turns off with a warning, and it compiles again.
+// path swapped after the checks is never followed. Only a program writing at that moment is
+// seen (the lock): a program of that build that runs and is not writing finds its folder gone
+// later, and its disk cache turns off (a warning, shown at SPARSEJIT_LOG=warn) while it
+// carries on and compiles again. A dry run neither locks nor removes.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -22,6 +24,7 @@ struct PruneOutcome {
   bool removed = false;  // gone (never set by a dry run)
   size_t entries = 0;    // cache entries it held
   std::string kept_why;  // why it stays ("" when removed, or when a dry run would remove it)
+  bool error = false;    // it stays because something failed (not by a rule)
 };
 
 // The other builds' folders in default_cache_parent(), in name order, each removed unless

@@ -125,7 +125,8 @@ TEST(Cli, CachePruneRemovesOnlyOtherBuildsEntries) {
   const fs::path not_a_build = parent / "photos";
   const fs::path busy = parent / "0.1.0-busy";
   make(busy, {"e.sje", ".lock"});
-  make(old_build, {"a.sje", "b.sje", ".lock"});
+  fs::permissions(busy / ".lock", fs::perms::owner_read, fs::perm_options::replace);  // prune only reads it
+  make(old_build, {"a.sje", "b.sje", ".lock", ".tmp-4242-7-0123abcd.sje"});  // (a crashed writer's)
   make(old_version, {"c.sje"});
   make(with_notes, {"d.sje", ".lock", "notes.txt"});
   make(with_tmp, {".tmp-work"});
@@ -142,14 +143,14 @@ TEST(Cli, CachePruneRemovesOnlyOtherBuildsEntries) {
   EXPECT_NE(list.out.find("no cache here"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("(4 folders of other builds in " + parent.string()), std::string::npos) << list.out;
 
-  const int writer = ::open((busy / ".lock").c_str(), O_RDWR);  // as a writer of that build holds it
+  const int writer = ::open((busy / ".lock").c_str(), O_RDONLY);  // as a writer of that build holds it
   ASSERT_GE(writer, 0);
   ASSERT_EQ(::flock(writer, LOCK_EX), 0);
   Result r = run_cli("cache prune", env + " SPARSEJIT_CACHE_DIR=" + configured.string());
   ::close(writer);
   EXPECT_NE(r.out.find("kept " + busy.string() + ": a program is writing to it"), std::string::npos) << r.out;
   EXPECT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("removed " + old_build.string() + " (2 entries)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("removed " + old_build.string() + " (3 entries)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("removed " + old_version.string() + " (1 entry)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("kept " + with_notes.string() + ": it holds 'notes.txt', which is no cache entry"),
             std::string::npos) << r.out;
@@ -173,11 +174,15 @@ TEST(Cli, CachePruneRemovesOnlyOtherBuildsEntries) {
   EXPECT_FALSE(fs::exists(busy));
   EXPECT_TRUE(fs::exists(with_notes / "d.sje"));
 
-  // A relative XDG_CACHE_HOME is ignored (HOME's .cache then), and a symlinked parent is left alone.
+  // A relative XDG_CACHE_HOME is ignored (HOME's .cache then), so is a relative HOME, and a
+  // symlinked parent is left alone.
   const fs::path home = root / "home";
   make(home / ".cache" / "sparsejit" / "0.1.0-fromhome", {"x.sje"});
   r = run_cli("cache prune", "XDG_CACHE_HOME=relative HOME=" + home.string() + " SPARSEJIT_CACHE_DIR=");
   EXPECT_NE(r.out.find("removed " + (home / ".cache/sparsejit/0.1.0-fromhome").string()), std::string::npos) << r.out;
+  r = run_cli("cache prune", "XDG_CACHE_HOME=relative HOME=relative SPARSEJIT_CACHE_DIR=");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("neither XDG_CACHE_HOME nor HOME is an absolute path"), std::string::npos) << r.out;
   const fs::path other_xdg = root / "other";
   fs::create_directories(other_xdg);
   fs::create_directory_symlink(parent, other_xdg / "sparsejit");

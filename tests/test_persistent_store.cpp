@@ -167,6 +167,11 @@ TEST_F(PersistentStore, FolderComesFromConfigThenEnvironment) {
   EXPECT_EQ(resolve_cache_dir(), "/x/xdg/sparsejit/" + build_folder_name());
   ::unsetenv("XDG_CACHE_HOME");
   EXPECT_EQ(resolve_cache_dir(), "/x/home/.cache/sparsejit/" + build_folder_name());
+  // A relative XDG_CACHE_HOME or HOME counts as unset (XDG base directory spec).
+  ::setenv("XDG_CACHE_HOME", "relative/xdg", 1);
+  EXPECT_EQ(resolve_cache_dir(), "/x/home/.cache/sparsejit/" + build_folder_name());
+  ::setenv("HOME", "relative/home", 1);
+  EXPECT_EQ(resolve_cache_dir(), "");
   EXPECT_NE(build_folder_name().find('-'), std::string::npos);
   for (size_t i = 0; i < 3; ++i)
     if (saved[i]) ::setenv(names[i], saved[i]->c_str(), 1);

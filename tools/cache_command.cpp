@@ -22,7 +22,8 @@ constexpr const char* kCacheUsage =
     "  prune   remove the default folders of other builds and versions (never read by this\n"
     "          build; a rebuild after an edit is another build). A folder stays whole, with\n"
     "          the reason, when it holds anything but cache entries, is not private, is the\n"
-    "          folder in use here (SPARSEJIT_CACHE_DIR) or is being written to\n"
+    "          folder in use here (SPARSEJIT_CACHE_DIR) or is being written to; exit 1 when\n"
+    "          one stays because something failed\n"
     "  --dir D the cache folder (default: SPARSEJIT_CACHE_DIR, else the per-build folder\n"
     "          under $XDG_CACHE_HOME or ~/.cache/sparsejit)\n";
 
@@ -43,8 +44,9 @@ int prune_other_builds() {
     std::fprintf(stderr, "sparsejit cache prune: %s\n", problem.c_str());
     return 1;
   }
-  size_t removed = 0;
+  size_t removed = 0, failed = 0;
   for (const auto& o : outcomes) {
+    failed += o.error;
     if (o.removed) {
       ++removed;
       std::printf("removed %s (%zu entr%s)\n", o.path.c_str(), o.entries, o.entries == 1 ? "y" : "ies");
@@ -55,7 +57,7 @@ int prune_other_builds() {
   std::printf("%s: %zu folder%s of other builds removed, %zu kept; this build's (%s) untouched\n",
               sj::cache::default_cache_parent().c_str(), removed, removed == 1 ? "" : "s", outcomes.size() - removed,
               sj::cache::build_folder_name().c_str());
-  return 0;
+  return failed ? 1 : 0;
 }
 
 // After list and verify of the default folder: how many folders prune would remove.
