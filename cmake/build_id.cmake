@@ -7,6 +7,14 @@
 # builds a scratch project with this function.
 function(sparsejit_build_id)
   cmake_parse_arguments(ARG "" "NAME;SOURCE_DIR;PREFIX;VERSION;OUTPUT" "FOLDERS;TARGETS" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "sparsejit_build_id: unexpected arguments ${ARG_UNPARSED_ARGUMENTS}")
+  endif()
+  foreach(required NAME SOURCE_DIR PREFIX VERSION OUTPUT FOLDERS TARGETS)
+    if(NOT ARG_${required})
+      message(FATAL_ERROR "sparsejit_build_id: ${required} is missing")
+    endif()
+  endforeach()
   list(JOIN ARG_FOLDERS "," folders)
   set(args -DSOURCE_DIR=${ARG_SOURCE_DIR} -DFOLDERS=${folders} -DOUTPUT=${ARG_OUTPUT}
            -DTEMPLATE=${CMAKE_CURRENT_FUNCTION_LIST_DIR}/build_id.cpp.in -DBUILD_ID_PREFIX=${ARG_PREFIX}

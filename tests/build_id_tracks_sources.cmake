@@ -9,7 +9,8 @@ cmake_minimum_required(VERSION 3.20)  # (script mode: IN_LIST, file(CREATE_LINK)
 # 2. A scratch project that uses sparsejit_build_id(): after an edit, a plain rebuild (no
 #    configure) gives a program with a new id.
 # 3. The real tree: the id the built CLI prints is the one its sources give now.
-# Inputs (-D): SCRIPT, TEMPLATE, FOLDERS (as the build passes them), WORK, SOURCE_DIR, CLI.
+# Inputs (-D): SCRIPT, TEMPLATE, FOLDERS (as the build passes them), WORK, SOURCE_DIR, CLI, and
+# the build's CXX and GENERATOR for the scratch project.
 string(REPLACE "," ";" folders "${FOLDERS}")
 set(extensions c cpp h hpp inc)
 file(REMOVE_RECURSE "${WORK}")
@@ -76,7 +77,7 @@ if(added IN_LIST seen OR renamed IN_LIST seen OR renamed STREQUAL added)
 endif()
 
 # 2. A scratch project built with sparsejit_build_id(), edited, built again without configuring.
-get_filename_component(repo "${SCRIPT}" DIRECTORY)
+get_filename_component(repo "${SCRIPT}" DIRECTORY)  # (the checkout the script is from)
 get_filename_component(repo "${repo}" DIRECTORY)
 set(proj "${WORK}/project")
 file(WRITE "${proj}/src/a.cpp" "int a() { return 1; }\n")
@@ -84,9 +85,9 @@ file(WRITE "${proj}/main.cpp" "#include <cstdio>\n#include \"src/build_id.hpp\"\
 file(WRITE "${proj}/CMakeLists.txt" "
 cmake_minimum_required(VERSION 3.20)
 project(build_id_probe CXX)
-include(${repo}/cmake/build_id.cmake)
+include(\"${repo}/cmake/build_id.cmake\")
 add_executable(probe main.cpp src/a.cpp)
-target_include_directories(probe PRIVATE ${repo})
+target_include_directories(probe PRIVATE \"${repo}\")
 sparsejit_build_id(NAME probe_build_id SOURCE_DIR \${CMAKE_SOURCE_DIR} FOLDERS src PREFIX probe VERSION 1.2.3
                    OUTPUT \${CMAKE_BINARY_DIR}/id.cpp TARGETS probe)
 ")
@@ -101,7 +102,12 @@ function(probe_id var)
   execute_process(COMMAND "${proj}/build/probe" OUTPUT_VARIABLE id OUTPUT_STRIP_TRAILING_WHITESPACE)
   set(${var} "${id}" PARENT_SCOPE)
 endfunction()
-run_step(${CMAKE_COMMAND} -S "${proj}" -B "${proj}/build" -DCMAKE_BUILD_TYPE=Release)
+# The build's own compiler and generator, and no flags from the environment (a developer's
+# sanitizer flags would need their runtime).
+set(ENV{CXXFLAGS} "")
+set(ENV{LDFLAGS} "")
+run_step(${CMAKE_COMMAND} -S "${proj}" -B "${proj}/build" -G "${GENERATOR}" "-DCMAKE_CXX_COMPILER=${CXX}"
+         -DCMAKE_BUILD_TYPE=Release)
 probe_id(built)
 file(WRITE "${proj}/src/a.cpp" "int a() { return 2; }\n")
 probe_id(rebuilt)
