@@ -13,7 +13,12 @@ sj_tensor* publish_tensor_handle(std::unique_ptr<sj_tensor> h) {
   return h.release();
 }
 
-const Tensor& operand_of(const sj_tensor* h) {
+const Tensor& operand_of(const sj_context* ctx, const sj_tensor* h, int i) {
+  // What a call keeps on an operand (converted forms, drop-in plans) comes from the call's
+  // context, and must not outlive it on a handle of another one.
+  if (h->ctx != ctx)
+    fail(SJ_ERR_INVALID_ARGUMENT, "operand ", i,
+         " belongs to another context (sj_tensor_convert copies a tensor into this one)");
   // Handles are never const objects (the API hands out pointers to new ones), so the store
   // may be set through the const pointer an operand list has.
   auto* mut = const_cast<sj_tensor*>(h);
@@ -38,7 +43,7 @@ SJ_API sj_status sj_config_init(sj_config* config) {
     config->struct_size = sizeof(sj_config);
     config->threads = 0;
     config->log_level = SJ_LOG_ERROR;
-    config->kernel_cache_capacity = 1024;
+    config->kernel_cache_capacity = 0;  // the process-wide cache's capacity as it is
   });
 }
 

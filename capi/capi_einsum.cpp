@@ -19,22 +19,22 @@ sj_op_options einsum_options(const sj_op_options* o) {
     fail(SJ_ERR_INVALID_ARGUMENT, "options.struct_size is ", o->struct_size,
          " (initialise the options with sj_op_options_init)");
   std::memcpy(&r, o, o->struct_size);
-  if (r.schedule < SJ_SCHEDULE_AUTO || r.schedule > SJ_SCHEDULE_FUSED)
-    fail(SJ_ERR_INVALID_ARGUMENT, "options.schedule is ", static_cast<int>(r.schedule));
+  if (std::memchr(r.phases, '\0', sizeof r.phases) == nullptr)
+    fail(SJ_ERR_INVALID_ARGUMENT, "options.phases is not NUL-terminated");
   if (r.threads < 0) fail(SJ_ERR_INVALID_ARGUMENT, "options.threads is negative (", r.threads, ")");
-  if (r.output_index_type != -1 && r.output_index_type != SJ_INDEX_INT32 && r.output_index_type != SJ_INDEX_INT64)
-    fail(SJ_ERR_INVALID_ARGUMENT, "options.output_index_type is ", r.output_index_type);
+  if (r.vector_width < 0) fail(SJ_ERR_INVALID_ARGUMENT, "options.vector_width is negative (", r.vector_width, ")");
+  check_options(r);  // (shared with the operations: src/operation.hpp)
   if (r.mask_complement) fail(SJ_ERR_INVALID_ARGUMENT, "einsum: mask_complement applies to spgemm-masked only");
   return r;
 }
 
-std::vector<Tensor> operand_list(const sj_tensor* const* operands, int n) {
+std::vector<Tensor> operand_list(const sj_context* ctx, const sj_tensor* const* operands, int n) {
   if (n < 0 || n > kMaxEinsumOperands) fail(SJ_ERR_INVALID_ARGUMENT, "n_operands is ", n, " (0 to ", kMaxEinsumOperands, ")");
   if (n > 0) require(operands, "operands");
   std::vector<Tensor> out;
   for (int i = 0; i < n; ++i) {
     if (!operands[i]) fail(SJ_ERR_NULL_POINTER, "operand ", i, " is NULL");
-    out.push_back(operand_of(operands[i]));
+    out.push_back(operand_of(ctx, operands[i], i));
   }
   return out;
 }
@@ -44,7 +44,7 @@ std::unique_ptr<einsum::EinsumPlan> make_plan(sj_context* ctx, const char* expre
                                               const sj_op_options* options) {
   require(ctx, "ctx");
   require(expression, "expression");
-  std::vector<Tensor> ops = operand_list(operands, n);
+  std::vector<Tensor> ops = operand_list(ctx, operands, n);
   std::vector<std::optional<std::string>> fmts;
   if (formats)
     for (int i = 0; i < n; ++i) fmts.push_back(formats[i] ? std::optional<std::string>(formats[i]) : std::nullopt);
@@ -56,7 +56,7 @@ std::unique_ptr<einsum::EinsumPlan> make_plan(sj_context* ctx, const char* expre
 }  // namespace
 
 sj_tensor* execute_einsum(sj_plan* plan, const sj_tensor* const* operands, int n) {
-  Tensor out = plan->einsum->execute(operand_list(operands, n));
+  Tensor out = plan->einsum->execute(operand_list(plan->ctx, operands, n));
   return new_tensor_handle(plan->ctx, std::move(out));
 }
 
@@ -94,7 +94,7 @@ SJ_API sj_status sj_einsum(sj_context* ctx, const char* expression, const sj_ten
   return guarded([&] {
     require(result, "result");
     auto plan = capi::make_plan(ctx, expression, operands, n, formats, output_format, options);
-    Tensor out = plan->execute(capi::operand_list(operands, n));
+    Tensor out = plan->execute(capi::operand_list(ctx, operands, n));
     *result = capi::new_tensor_handle(ctx, std::move(out));
   });
 }

@@ -9,13 +9,13 @@
 
 namespace sj::capi {
 
-OperandList borrow_operands(const sj_tensor* const* operands, int n) {
+OperandList borrow_operands(const sj_context* ctx, const sj_tensor* const* operands, int n) {
   if (n < 0 || n > 3) fail(SJ_ERR_INVALID_ARGUMENT, "n_operands is ", n);
   if (n > 0) require(operands, "operands");
   OperandList ops;
   for (int i = 0; i < n; ++i) {
     if (!operands[i]) fail(SJ_ERR_NULL_POINTER, "operand ", i, " is NULL");
-    ops.borrow(operand_of(operands[i]));  // the handles outlive the call
+    ops.borrow(operand_of(ctx, operands[i], i));  // the handles outlive the call
   }
   return ops;
 }
@@ -50,7 +50,7 @@ OpRequest make_request(sj_context* ctx, sj_op op, const sj_tensor* const* operan
   OpRequest r;
   r.op = op;
   r.options = read_options(options);
-  r.operands = borrow_operands(operands, n);
+  r.operands = borrow_operands(ctx, operands, n);
   return r;
 }
 
@@ -60,7 +60,7 @@ sj_status run_once(sj_context* ctx, sj_op op, std::initializer_list<const sj_ten
     require(out, "result");
     require(ctx, "ctx");
     const sj_op_options opts = read_options(options);
-    const OperandList ops = borrow_operands(operands.begin(), static_cast<int>(operands.size()));
+    const OperandList ops = borrow_operands(ctx, operands.begin(), static_cast<int>(operands.size()));
     // Repeated operands reuse the plan made for them (src/plan_memo.hpp).
     std::shared_ptr<Plan> plan = plan_for_dropin(*ctx->impl, op, ops, opts);
     *out = make_tensor_handle(ctx, [&](Tensor& result) { plan->execute(ops, result); });
@@ -121,7 +121,7 @@ SJ_API sj_status sj_plan_execute(sj_plan* plan, const sj_tensor* const* operands
       *result = capi::execute_einsum(plan, operands, n);
       return;
     }
-    const OperandList ops = capi::borrow_operands(operands, n);
+    const OperandList ops = capi::borrow_operands(plan->ctx, operands, n);
     *result = capi::make_tensor_handle(plan->ctx, [&](Tensor& out) { plan->plan->execute(ops, out); });
   });
 }

@@ -106,7 +106,7 @@ SJ_API sj_status sj_plan_execute_into(sj_plan* plan, const sj_tensor* const* ope
                           buffers->crd_capacity, buffers->values, buffers->values_capacity};
     target.buffers = &b;
     if (!plan->einsum) {
-      plan->plan->execute_into(capi::borrow_operands(operands, n), target);
+      plan->plan->execute_into(capi::borrow_operands(plan->ctx, operands, n), target);
       return;
     }
     // Index-notation plans: the result is made, then copied (as sj_pending_fill would).

@@ -44,9 +44,10 @@ namespace sj::capi {
 sj_tensor* new_tensor_handle(sj_context* ctx, Tensor&& t);
 // Counts a filled handle as live and hands it out.
 sj_tensor* publish_tensor_handle(std::unique_ptr<sj_tensor> h);
-// The handle's tensor as an operand, with its derived-forms store (made once, at the first
-// such use, whichever thread gets there first; every caller then sees the same store).
-const Tensor& operand_of(const sj_tensor* h);
+// The handle's tensor as operand i of a call in `ctx`, with its derived-forms store (made once,
+// at the first such use, whichever thread gets there first; every caller then sees the same
+// store). A handle of another context is refused (SJ_ERR_INVALID_ARGUMENT).
+const Tensor& operand_of(const sj_context* ctx, const sj_tensor* h, int i);
 // A new handle whose tensor `fill(Tensor&)` makes in place (no move of the finished tensor:
 // see init_sparse_vector); nothing is left behind when fill throws. The handle is the
 // thread's kept one when it has one (capi/spare_handle.hpp): `fill` then finds a kept result
@@ -60,8 +61,9 @@ template <class Fill> sj_tensor* make_tensor_handle(sj_context* ctx, Fill&& fill
 }
 
 // The caller's operand handles as a list that borrows their tensors (n from 0 to 3; NULL
-// pointers refused with SJ_ERR_NULL_POINTER naming the operand).
-OperandList borrow_operands(const sj_tensor* const* operands, int n);
+// pointers refused with SJ_ERR_NULL_POINTER naming the operand, handles of another context
+// than ctx with SJ_ERR_INVALID_ARGUMENT).
+OperandList borrow_operands(const sj_context* ctx, const sj_tensor* const* operands, int n);
 // Executes an index-notation plan (capi/capi_einsum.cpp); returns the new result handle.
 sj_tensor* execute_einsum(sj_plan* plan, const sj_tensor* const* operands, int n);
 

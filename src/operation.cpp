@@ -59,32 +59,33 @@ std::pair<int64_t, int64_t> matrix_shape(const OpRequest& r, size_t i) {
 
 }  // namespace
 
+void check_options(const sj_op_options& o) {
+  if (o.semiring < SJ_SEMIRING_PLUS_TIMES || o.semiring > SJ_SEMIRING_PLUS_PAIR)
+    fail(SJ_ERR_INVALID_ARGUMENT, "unknown semiring ", static_cast<int>(o.semiring));
+  if (o.schedule < SJ_SCHEDULE_AUTO || o.schedule > SJ_SCHEDULE_FUSED)
+    fail(SJ_ERR_INVALID_ARGUMENT, "unknown schedule ", static_cast<int>(o.schedule));
+  if (o.isa < SJ_ISA_AUTO || o.isa > SJ_ISA_SCALAR) fail(SJ_ERR_INVALID_ARGUMENT, "unknown ISA ", static_cast<int>(o.isa));
+  if (o.method < SJ_METHOD_AUTO || o.method > SJ_METHOD_NATIVE)
+    fail(SJ_ERR_INVALID_ARGUMENT, "unknown coiteration method ", static_cast<int>(o.method));
+  if (o.phases[0] != '\0') {
+    const char* p = o.phases;
+    bool ok = std::strlen(p) == 3;
+    for (int i = 0; ok && i < 3; ++i) ok = p[i] == '0' || p[i] == '1';
+    if (!ok) fail(SJ_ERR_INVALID_ARGUMENT, "phase mask '", p, "' must be three characters of 0/1 (phases 3,2,1), e.g. 001");
+  }
+  if (o.vector_width != 0 && o.vector_width != 4 && o.vector_width != 8 && o.vector_width != 16)
+    fail(SJ_ERR_INVALID_ARGUMENT, "vector width ", o.vector_width, " is not 4, 8 or 16");
+  if (o.output_index_type != -1 && o.output_index_type != SJ_INDEX_INT32 && o.output_index_type != SJ_INDEX_INT64)
+    fail(SJ_ERR_INVALID_ARGUMENT, "output_index_type must be -1, SJ_INDEX_INT32 or SJ_INDEX_INT64");
+}
+
 void check_request(const OpRequest& r) {
   const sj_op op = r.op;
   if (op < SJ_OP_SPGEMM || op > SJ_OP_TRANSPOSE) fail(SJ_ERR_INVALID_ARGUMENT, "unknown operation ", static_cast<int>(op));
   if (r.operands.size() != arity(op))
     fail(SJ_ERR_INVALID_ARGUMENT, to_string(op), " takes ", arity(op), " operands, got ", r.operands.size());
+  check_options(r.options);
   const sj_semiring s = r.options.semiring;
-  if (s < SJ_SEMIRING_PLUS_TIMES || s > SJ_SEMIRING_PLUS_PAIR)
-    fail(SJ_ERR_INVALID_ARGUMENT, "unknown semiring ", static_cast<int>(s));
-  if (r.options.schedule < SJ_SCHEDULE_AUTO || r.options.schedule > SJ_SCHEDULE_FUSED)
-    fail(SJ_ERR_INVALID_ARGUMENT, "unknown schedule ", static_cast<int>(r.options.schedule));
-  if (r.options.isa < SJ_ISA_AUTO || r.options.isa > SJ_ISA_SCALAR)
-    fail(SJ_ERR_INVALID_ARGUMENT, "unknown ISA ", static_cast<int>(r.options.isa));
-  if (r.options.method < SJ_METHOD_AUTO || r.options.method > SJ_METHOD_NATIVE)
-    fail(SJ_ERR_INVALID_ARGUMENT, "unknown coiteration method ", static_cast<int>(r.options.method));
-  if (r.options.phases[0] != '\0') {
-    const char* p = r.options.phases;
-    bool ok = std::strlen(p) == 3;
-    for (int i = 0; ok && i < 3; ++i) ok = p[i] == '0' || p[i] == '1';
-    if (!ok) fail(SJ_ERR_INVALID_ARGUMENT, "phase mask '", p, "' must be three characters of 0/1 (phases 3,2,1), e.g. 001");
-  }
-  if (r.options.vector_width != 0 && r.options.vector_width != 4 && r.options.vector_width != 8 &&
-      r.options.vector_width != 16)
-    fail(SJ_ERR_INVALID_ARGUMENT, "vector width ", r.options.vector_width, " is not 4, 8 or 16");
-  if (r.options.output_index_type != -1 && r.options.output_index_type != SJ_INDEX_INT32 &&
-      r.options.output_index_type != SJ_INDEX_INT64)
-    fail(SJ_ERR_INVALID_ARGUMENT, "output_index_type must be -1, SJ_INDEX_INT32 or SJ_INDEX_INT64");
 
   // Orders.
   for (size_t i = 0; i < r.operands.size(); ++i) {

@@ -26,6 +26,9 @@ struct OpRequest {
 // Defaults of sj_op_options (what sj_op_options_init writes).
 sj_op_options default_options();
 
+// The option values every operation and index-notation call refuses (unknown enums, a phase
+// mask or vector width that is not one, an output index type that is not one).
+void check_options(const sj_op_options& options);
 // Throws SJ_ERR_* with a message naming the operand at fault.
 void check_request(const OpRequest& req);
 

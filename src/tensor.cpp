@@ -1,6 +1,8 @@
 #include "src/tensor.hpp"
 
 #include <algorithm>
+#include <array>
+#include <compare>
 #include <atomic>
 #include <limits>
 
@@ -402,6 +404,30 @@ void validate(const Tensor& t) {
       }
     }
     parents = count;
+  }
+  // Under a non-unique level, equal coordinates there are allowed, so uniqueness and order are
+  // properties of whole entries: their coordinates, in level order, must strictly increase
+  // from one entry to the next (every kernel, and index notation's merges, count on it).
+  if (std::any_of(t.levels.begin(), t.levels.end(), [](const Level& lv) { return !lv.unique; })) {
+    std::array<int64_t, kMaxOrder> prev{}, cur{};
+    for (int64_t e = 0; e < parents; ++e) {
+      for (int64_t k = t.order - 1, p = e; k >= 0; --k) {
+        cur[k] = coord_of(t, static_cast<int>(k), p);
+        if (k > 0) p = parent_of(t, static_cast<int>(k), p);
+      }
+      if (e > 0) {
+        const auto order = std::lexicographical_compare_three_way(cur.begin(), cur.begin() + t.order, prev.begin(),
+                                                                  prev.begin() + t.order);
+        if (order <= 0) {
+          std::string at;
+          for (int k = 0; k < t.order; ++k) at += cat(k ? ", " : "", mode_noun(t, t.mode_order[k]), " ", cur[k]);
+          fail(SJ_ERR_INVALID_TENSOR, "entry ", e, " (", at, ")",
+               order == 0 ? " appears twice (coordinates must be unique)"
+                          : " comes after a greater one (coordinates must be sorted)");
+        }
+      }
+      prev = cur;
+    }
   }
   if (parents > 0 && t.values.empty()) fail(SJ_ERR_NULL_POINTER, "values array is NULL");
   if (t.value_type == ValueType::Bool) {

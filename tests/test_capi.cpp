@@ -2,13 +2,16 @@
 // untouched, and every operation, whatever the input formats, matches a dense brute force.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <tuple>
 
 #include "sparsejit/sparsejit.h"
 #include "src/convert.hpp"
@@ -100,6 +103,113 @@ TEST(CApi, ValidationMessageSaysWhere) {
                                  bad_bool.data(), SJ_TENSOR_COPY, &u.t),
             SJ_ERR_INVALID_TENSOR);
   EXPECT_NE(msg().find("bool values must be 0 or 1"), std::string::npos) << msg();
+}
+
+// Operands belong to the call's context: what a call keeps on an operand (converted forms,
+// drop-in plans) comes from that context's allocator and must not outlive it on a handle of
+// another. Every entry point refuses a foreign handle; sj_tensor_convert copies it over.
+TEST(CApi, OperandsOfAnotherContextAreRefused) {
+  Ctx mine, other;
+  Csr m = small();
+  T a, sq, x;
+  ASSERT_EQ(sj_tensor_create_csr(other.c, m.rows, m.cols, SJ_INDEX_INT32, SJ_VALUE_F64, m.pos.data(), m.crd.data(),
+                                 m.val.data(), 0, &a.t),
+            SJ_OK);
+  ASSERT_EQ(sj_tensor_create_csr(mine.c, 2, 2, SJ_INDEX_INT32, SJ_VALUE_F64, std::vector<int64_t>{0, 1, 2}.data(),
+                                 std::vector<int32_t>{0, 1}.data(), std::vector<double>{1, 2}.data(), SJ_TENSOR_COPY,
+                                 &sq.t),
+            SJ_OK);
+  sj_tensor* out = reinterpret_cast<sj_tensor*>(0x1);  // must stay untouched
+  auto refused = [&](sj_status st, const char* what) {
+    EXPECT_EQ(st, SJ_ERR_INVALID_ARGUMENT) << what;
+    EXPECT_NE(msg().find("belongs to another context"), std::string::npos) << what << ": " << msg();
+    EXPECT_EQ(out, reinterpret_cast<sj_tensor*>(0x1)) << what;
+  };
+  refused(sj_transpose(mine.c, a.t, &out), "transpose");
+  refused(sj_ewise_mult(mine.c, a.t, a.t, nullptr, &out), "ewise_mult");
+  refused(sj_spgemm(mine.c, sq.t, a.t, nullptr, &out), "spgemm, second operand");
+  const sj_tensor* ops[] = {a.t};
+  sj_plan* plan = nullptr;
+  refused(sj_plan_create(mine.c, SJ_OP_TRANSPOSE, ops, 1, nullptr, &plan), "plan_create");
+  EXPECT_EQ(plan, nullptr);
+  refused(sj_einsum(mine.c, "C(i,j) = A(i,j)", ops, 1, nullptr, nullptr, nullptr, &out), "einsum");
+  // A plan of this context, executed on a foreign operand.
+  const sj_tensor* own[] = {sq.t};
+  ASSERT_EQ(sj_plan_create(mine.c, SJ_OP_TRANSPOSE, own, 1, nullptr, &plan), SJ_OK) << msg();
+  const sj_tensor* foreign[] = {a.t};
+  refused(sj_plan_execute(plan, foreign, 1, &out), "plan_execute");
+  EXPECT_EQ(sj_plan_destroy(plan), SJ_OK);
+  // Copied into this context, it is an operand like any other.
+  ASSERT_EQ(sj_tensor_convert(mine.c, a.t, SJ_FORMAT_CSR, nullptr, SJ_INDEX_INT32, &x.t), SJ_OK) << msg();
+  T t;
+  ASSERT_EQ(sj_transpose(mine.c, x.t, &t.t), SJ_OK) << msg();
+  sj_tensor_info info;
+  ASSERT_EQ(sj_tensor_get_info(t.t, &info), SJ_OK);
+  EXPECT_EQ(info.dims[0], 3);
+  EXPECT_EQ(info.nnz, 3);
+}
+
+// Under a non-unique level equal coordinates are allowed there, so duplicates and disorder
+// show only in whole entries: every layout with such a level is checked entry by entry, not
+// only COO (index notation silently dropped duplicates of {dense, nonunique} before).
+TEST(CApi, DuplicateEntriesUnderANonUniqueLevelAreRefused) {
+  Ctx ctx;
+  const int64_t dims[2] = {2, 3};
+  auto create = [&](std::array<sj_level_kind, 2> kinds, std::vector<int64_t> pos0, std::vector<int64_t> crd0,
+                    std::vector<int64_t> pos1, std::vector<int64_t> crd1) {
+    const std::vector<double> v(8, 1.0);
+    const int64_t* pos[2] = {pos0.empty() ? nullptr : pos0.data(), pos1.empty() ? nullptr : pos1.data()};
+    const void* crd[2] = {crd0.empty() ? nullptr : crd0.data(), crd1.empty() ? nullptr : crd1.data()};
+    sj_tensor_desc d{2, dims, nullptr, kinds.data(), SJ_INDEX_INT64, SJ_VALUE_F64, pos, crd, v.data()};
+    T t;
+    const sj_status st = sj_tensor_create(ctx.c, &d, SJ_TENSOR_COPY, &t.t);  // (before the message is read)
+    return std::make_pair(st, msg());
+  };
+  const auto D = SJ_LEVEL_DENSE, C = SJ_LEVEL_COMPRESSED, N = SJ_LEVEL_COMPRESSED_NONUNIQUE;
+  // {dense, nonunique}: row 0 holds column 1 twice.
+  auto [st, m] = create({D, N}, {}, {}, {0, 2, 2}, {1, 1});
+  EXPECT_EQ(st, SJ_ERR_INVALID_TENSOR);
+  EXPECT_NE(m.find("entry 1 (row 0, column 1) appears twice"), std::string::npos) << m;
+  // {nonunique, compressed}: row 0 twice, each with column 1; then with column 2 before 1.
+  std::tie(st, m) = create({N, C}, {0, 2}, {0, 0}, {0, 1, 2}, {1, 1});
+  EXPECT_EQ(st, SJ_ERR_INVALID_TENSOR);
+  EXPECT_NE(m.find("appears twice"), std::string::npos) << m;
+  std::tie(st, m) = create({N, C}, {0, 2}, {0, 0}, {0, 1, 2}, {2, 1});
+  EXPECT_EQ(st, SJ_ERR_INVALID_TENSOR);
+  EXPECT_NE(m.find("entry 1 (row 0, column 1) comes after a greater one"), std::string::npos) << m;
+  // The same layouts with distinct, ordered entries are fine.
+  std::tie(st, m) = create({N, C}, {0, 3}, {0, 0, 1}, {0, 1, 2, 3}, {1, 2, 0});
+  EXPECT_EQ(st, SJ_OK) << m;
+  std::tie(st, m) = create({D, N}, {}, {}, {0, 2, 3}, {0, 1, 2});
+  EXPECT_EQ(st, SJ_OK) << m;
+}
+
+// Index notation refuses the option values the operations refuse (it accepted them silently).
+TEST(CApi, EinsumRefusesBadOptionsAsTheOperationsDo) {
+  Ctx ctx;
+  Csr m = small();
+  T a;
+  ASSERT_EQ(sj_tensor_create_csr(ctx.c, m.rows, m.cols, SJ_INDEX_INT32, SJ_VALUE_F64, m.pos.data(), m.crd.data(),
+                                 m.val.data(), 0, &a.t),
+            SJ_OK);
+  const sj_tensor* ops[] = {a.t};
+  const std::pair<std::function<void(sj_op_options&)>, const char*> bad[] = {
+      {[](sj_op_options& o) { o.isa = static_cast<sj_isa>(77); }, "unknown ISA 77"},
+      {[](sj_op_options& o) { o.method = static_cast<sj_coiter_method>(42); }, "unknown coiteration method 42"},
+      {[](sj_op_options& o) { o.semiring = static_cast<sj_semiring>(9); }, "unknown semiring 9"},
+      {[](sj_op_options& o) { o.vector_width = -3; }, "vector_width is negative"},
+      {[](sj_op_options& o) { o.vector_width = 5; }, "vector width 5 is not 4, 8 or 16"},
+      {[](sj_op_options& o) { std::strcpy(o.phases, "2x"); }, "phase mask '2x'"},
+  };
+  for (const auto& [set, expected] : bad) {
+    sj_op_options o;
+    ASSERT_EQ(sj_op_options_init(&o), SJ_OK);
+    set(o);
+    sj_tensor* out = nullptr;
+    EXPECT_EQ(sj_einsum(ctx.c, "C(i,j) = A(i,j)", ops, 1, nullptr, nullptr, &o, &out), SJ_ERR_INVALID_ARGUMENT) << expected;
+    EXPECT_NE(msg().find(expected), std::string::npos) << msg();
+    EXPECT_EQ(out, nullptr);
+  }
 }
 
 TEST(CApi, ZeroCopyBorrowsAndCopyOwns) {

@@ -18,6 +18,10 @@
  *  - A tensor created over caller arrays without SJ_TENSOR_COPY borrows them (zero-copy): the
  *    arrays must stay valid and unchanged until the tensor and everything derived from it that
  *    still refers to them (plans) are destroyed.
+ *  - The operands of an operation, plan or index-notation call belong to the context of that
+ *    call (or of the plan): a handle of another context is refused with SJ_ERR_INVALID_ARGUMENT,
+ *    since what a call keeps on its operands comes from its own context's allocator.
+ *    sj_tensor_convert, whose input may come from any context, copies a tensor into another.
  */
 #ifndef SPARSEJIT_SPARSEJIT_H
 #define SPARSEJIT_SPARSEJIT_H
@@ -108,12 +112,15 @@ typedef SJ_ENUM(sj_format) {
 } sj_format;
 
 /* Semirings: (add, multiply). Sparse outputs are structural: an entry exists where at least one
- * product was formed, even if its value equals the additive identity. */
+ * product was formed, even if its value equals the additive identity. An element-wise add (and
+ * an index-notation sum of terms) copies an entry present in only one operand unchanged, as
+ * GraphBLAS's eWiseAdd does: the semiring's add applies where both have one. */
 typedef SJ_ENUM(sj_semiring) {
   SJ_SEMIRING_PLUS_TIMES = 0, /* (+, *), identity 0 */
   SJ_SEMIRING_MIN_PLUS = 1,   /* (min, +), identity +inf; a NaN product makes the entry NaN */
   SJ_SEMIRING_MAX_TIMES = 2,  /* (max, *), identity -inf; a NaN product makes the entry NaN */
-  SJ_SEMIRING_OR_AND = 3,     /* (or, and) on truth values (nonzero = true); results are 0/1 */
+  SJ_SEMIRING_OR_AND = 3,     /* (or, and) on truth values (nonzero = true); products and sums
+                                 are 0/1 (a one-sided entry of an add is copied, as above) */
   SJ_SEMIRING_PLUS_PAIR = 4   /* (+, 1): counts matched pairs (an index-notation term of one
                                  factor keeps its value) */
 } sj_semiring;
@@ -186,11 +193,15 @@ typedef struct sj_config {
   sj_log_callback log_callback; /* NULL: messages go to stderr */
   void *log_user;
   size_t memory_cap_bytes;   /* 0 = no cap; an output estimated larger fails before allocating */
-  size_t kernel_cache_capacity; /* in-memory kernels kept (LRU); 0 = default (1024) */
+  size_t kernel_cache_capacity; /* kernels kept in memory (LRU). The kernel cache is one for the
+                                   process, shared by every context: a nonzero value sets its
+                                   capacity for all of them; 0 (sj_config_init's default)
+                                   leaves it as it is (1024 at start) */
 } sj_config;
 
 /* Fills *config with the defaults (struct_size = sizeof(sj_config), threads 0, log level
- * SJ_LOG_ERROR, default allocator, no callback, kernel cache 1024). Errors: SJ_ERR_NULL_POINTER.
+ * SJ_LOG_ERROR, default allocator, no callback, kernel_cache_capacity 0: the process-wide
+ * kernel cache as it is). Errors: SJ_ERR_NULL_POINTER.
  * Thread-safe. */
 SJ_API sj_status sj_config_init(sj_config *config);
 
@@ -239,7 +250,8 @@ typedef struct sj_tensor_desc {
 
 /* Creates a tensor from a description (see flags). Validation (unless SJ_TENSOR_TRUSTED):
  * monotone positions starting at 0, coordinates in range, sorted and unique within a segment,
- * sizes that fit, non-NULL arrays wherever a level needs them. Without SJ_TENSOR_COPY the
+ * and, where a level is SJ_LEVEL_COMPRESSED_NONUNIQUE, whole entries sorted and unique by their
+ * coordinates in level order; sizes that fit, non-NULL arrays wherever a level needs them. Without SJ_TENSOR_COPY the
  * arrays are borrowed (see the zero-copy rule at the top); desc itself may be freed after the
  * call. *out receives a handle owned by the caller (sj_tensor_destroy).
  * Errors: SJ_ERR_NULL_POINTER (ctx, desc, out, a needed array); SJ_ERR_INVALID_ARGUMENT (order
@@ -323,9 +335,9 @@ SJ_API sj_status sj_tensor_get_level(const sj_tensor *t, int level, const int64_
  * Thread-safe. */
 SJ_API sj_status sj_tensor_get_values(const sj_tensor *t, const void **values, int64_t *len);
 
-/* Converts tensor `t` (only read) to a named format (for 3-D CSF, mode_order may pick the
- * level order; NULL keeps identity) and index_type. The result owns its arrays (from the
- * context's allocator) and is owned by the caller. Errors: SJ_ERR_NULL_POINTER; SJ_ERR_FORMAT
+/* Converts tensor `t` (only read; it may belong to another context) to a named format (for 3-D
+ * CSF, mode_order may pick the level order; NULL keeps identity) and index_type. The result
+ * owns its arrays (from ctx's allocator), belongs to ctx and is owned by the caller. Errors: SJ_ERR_NULL_POINTER; SJ_ERR_FORMAT
  * (a format that does not fit the order); SJ_ERR_INVALID_ARGUMENT (unknown format or index
  * type); SJ_ERR_OVERFLOW (coordinates that do not fit int32); SJ_ERR_OUT_OF_MEMORY.
  * Thread-safe. */
