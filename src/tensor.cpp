@@ -359,9 +359,10 @@ void validate(const Tensor& t) {
         if (c < 0 || c >= dim)
           fail(SJ_ERR_INVALID_TENSOR, "entry ", p, ": ", noun, " ", c, " out of range [0, ", dim, ")");
       }
-      // A singleton under a non-unique level (COO): entries with equal outer coordinates
-      // must be ordered and unique by this coordinate.
-      if (l > 0 && t.levels[l - 1].kind == LevelKind::Compressed && !t.levels[l - 1].unique) {
+      // 2-D COO (a singleton under a non-unique level): entries of one row must be ordered and
+      // unique by column. Deeper layouts are checked entry by entry below: there, equal outer
+      // coordinates may still have different parents or differ further down.
+      if (t.order == 2 && l == 1 && t.levels[0].kind == LevelKind::Compressed && !t.levels[0].unique) {
         const Level& up = t.levels[l - 1];
         for (int64_t p = 1; p < parents; ++p) {
           if (crd_at(up, t.index_type, p) != crd_at(up, t.index_type, p - 1)) continue;
@@ -408,7 +409,9 @@ void validate(const Tensor& t) {
   // Under a non-unique level, equal coordinates there are allowed, so uniqueness and order are
   // properties of whole entries: their coordinates, in level order, must strictly increase
   // from one entry to the next (every kernel, and index notation's merges, count on it).
-  if (std::any_of(t.levels.begin(), t.levels.end(), [](const Level& lv) { return !lv.unique; })) {
+  // (2-D COO is covered by its check above.)
+  const bool coo_2d = t.order == 2 && t.levels[1].kind == LevelKind::Singleton;
+  if (!coo_2d && std::any_of(t.levels.begin(), t.levels.end(), [](const Level& lv) { return !lv.unique; })) {
     std::array<int64_t, kMaxOrder> prev{}, cur{};
     for (int64_t e = 0; e < parents; ++e) {
       for (int64_t k = t.order - 1, p = e; k >= 0; --k) {

@@ -182,6 +182,27 @@ TEST(CApi, DuplicateEntriesUnderANonUniqueLevelAreRefused) {
   EXPECT_EQ(st, SJ_OK) << m;
   std::tie(st, m) = create({D, N}, {}, {}, {0, 2, 3}, {0, 1, 2});
   EXPECT_EQ(st, SJ_OK) << m;
+  // Deeper layouts with a singleton: equal coordinates one level up may have different parents
+  // or differ further down (3-D COO; {dense, nonunique, singleton}), and are fine.
+  const int64_t dims3[3] = {2, 2, 2};
+  auto create3 = [&](std::array<sj_level_kind, 3> kinds, std::vector<int64_t> pos0, std::vector<int64_t> pos1,
+                     std::vector<int64_t> crd0, std::vector<int64_t> crd1, std::vector<int64_t> crd2) {
+    const std::vector<double> v(8, 1.0);
+    const int64_t* pos[3] = {pos0.empty() ? nullptr : pos0.data(), pos1.empty() ? nullptr : pos1.data(), nullptr};
+    const void* crd[3] = {crd0.empty() ? nullptr : crd0.data(), crd1.empty() ? nullptr : crd1.data(), crd2.data()};
+    sj_tensor_desc d{3, dims3, nullptr, kinds.data(), SJ_INDEX_INT64, SJ_VALUE_F64, pos, crd, v.data()};
+    T t;
+    const sj_status s = sj_tensor_create(ctx.c, &d, SJ_TENSOR_COPY, &t.t);
+    return std::make_pair(s, msg());
+  };
+  const auto S = SJ_LEVEL_SINGLETON;
+  std::tie(st, m) = create3({N, S, S}, {0, 2}, {}, {0, 0}, {0, 0}, {0, 1});  // (0,0,0), (0,0,1)
+  EXPECT_EQ(st, SJ_OK) << m;
+  std::tie(st, m) = create3({N, S, S}, {0, 2}, {}, {0, 0}, {0, 0}, {1, 1});  // (0,0,1) twice
+  EXPECT_EQ(st, SJ_ERR_INVALID_TENSOR);
+  EXPECT_NE(m.find("appears twice"), std::string::npos) << m;
+  std::tie(st, m) = create3({D, N, S}, {}, {0, 1, 2}, {}, {0, 0}, {0, 0});  // (0,0,0), (1,0,0)
+  EXPECT_EQ(st, SJ_OK) << m;
 }
 
 // Index notation refuses the option values the operations refuse (it accepted them silently).

@@ -173,7 +173,7 @@ class Tensor:
         """A sparse vector from an n x 1 or 1 x n scipy sparse matrix (a CSC column or CSR row
         is borrowed), or from a Tensor."""
         if isinstance(x, Tensor):
-            return x
+            return _as_tensor(x, ctx) if ctx is not None else x
         if not sp.issparse(x) or 1 not in x.shape:
             raise TypeError("x must be a scipy.sparse matrix with one row or one column")
         n = x.shape[0] if x.shape[1] == 1 else x.shape[1]  # 0 x 1 and 1 x 0 have length 0
@@ -224,7 +224,20 @@ def _sparse(cls, values, crd, pos, shape):
 
 
 def _as_tensor(m, ctx):
-    return m if isinstance(m, Tensor) else Tensor.from_scipy(m, ctx)
+    if not isinstance(m, Tensor):
+        return Tensor.from_scipy(m, ctx)
+    if m._ctx is not ctx:  # the library refuses operands of another context
+        raise ValueError("this Tensor belongs to another Context than the call's; make it in that "
+                         "context, or leave ctx out to use the operands' own")
+    return m
+
+
+def _context_for(ctx, operands):
+    """The call's context: the one given, else that of the first Tensor operand (so tensors
+    made in a context of the caller's need no ctx= at every call), else the default one."""
+    if ctx is not None:
+        return ctx
+    return next((m._ctx for m in operands if isinstance(m, Tensor)), None) or default_context()
 
 
 def _options(semiring="plus_times", schedule="auto", isa="auto", vector_width=0, phases="", threads=0,
@@ -284,7 +297,7 @@ class Plan:
     numpy owns (the library fills them through the caller-owned output calls)."""
 
     def __init__(self, op, *operands, ctx=None, **options):
-        self._ctx = ctx or default_context()
+        self._ctx = _context_for(ctx, operands)
         if op not in _OPS:
             raise ValueError(f"op must be one of {sorted(_OPS)}, not {op!r}")
         self.op = op
@@ -460,7 +473,7 @@ def _execute_into_numpy(plan, tensors, vector_shape=None):
 
 def _run(op, operands, ctx, options):
     # Each scipy operand is borrowed (and validated by the library) once, for plan and run.
-    ctx = ctx or default_context()
+    ctx = _context_for(ctx, operands)
     shape = _vector_shape(operands[1]) if op == "spmspv" else None
     tensors = [Tensor.from_vector(m, ctx) if op == "spmspv" and i == 1 else _as_tensor(m, ctx)
                for i, m in enumerate(operands)]
@@ -535,7 +548,7 @@ def einsum_plan(expression, *tensors, formats=None, output_format=None, ctx=None
     if _lib.sj_einsum_plan is None:
         raise NotImplementedError("this libsparsejit has no einsum (sj_einsum_plan is missing)")
     expression = _index_notation(expression, len(tensors))
-    ctx = ctx or default_context()
+    ctx = _context_for(ctx, tensors)
     ts = [_as_tensor(t, ctx) for t in tensors]
     fmts = None
     if formats is not None:

@@ -249,6 +249,16 @@ class Binding(unittest.TestCase):
             with self.assertRaises(sparsejit.IndexOverflowError):
                 sparsejit.Tensor.sparse_vector(np.array([0], np.int64), np.array([1.0]), n)
 
+    def test_tensors_of_a_context_need_no_ctx_and_another_context_is_refused(self):
+        ctx = sparsejit.Context()
+        A = random_csr(30, 30, 0.1, 21)
+        X = sparsejit.Tensor.from_scipy(A, ctx)
+        expected = (A @ A).toarray()
+        np.testing.assert_allclose(sparsejit.spgemm(X, X).toarray(), expected)  # X's context
+        np.testing.assert_allclose(sparsejit.Plan("spgemm", X, X).execute(X, X).toarray(), expected)
+        with self.assertRaisesRegex(ValueError, "another Context"):
+            sparsejit.spgemm(X, X, ctx=sparsejit.default_context())
+
     def test_log_callback_receives_messages(self):
         messages = []
         ctx = sparsejit.Context(log_level="debug", log_callback=lambda level, msg: messages.append((level, msg)))
