@@ -1,6 +1,5 @@
 // The index-notation calls: sj_einsum_plan / sj_einsum. The plan lives in the same sj_plan
 // handle as the drop-in operations (sj_plan_execute / explain / destroy serve both).
-#include <cstring>
 
 #include "capi/boundary.hpp"
 #include "capi/handles.hpp"
@@ -13,17 +12,8 @@ namespace {
 constexpr int kMaxEinsumOperands = 16;
 
 sj_op_options einsum_options(const sj_op_options* o) {
-  sj_op_options r = default_options();
-  if (!o) return r;
-  if (o->struct_size == 0 || o->struct_size > sizeof(sj_op_options))
-    fail(SJ_ERR_INVALID_ARGUMENT, "options.struct_size is ", o->struct_size,
-         " (initialise the options with sj_op_options_init)");
-  std::memcpy(&r, o, o->struct_size);
-  if (std::memchr(r.phases, '\0', sizeof r.phases) == nullptr)
-    fail(SJ_ERR_INVALID_ARGUMENT, "options.phases is not NUL-terminated");
-  if (r.threads < 0) fail(SJ_ERR_INVALID_ARGUMENT, "options.threads is negative (", r.threads, ")");
-  if (r.vector_width < 0) fail(SJ_ERR_INVALID_ARGUMENT, "options.vector_width is negative (", r.vector_width, ")");
-  check_options(r);  // (shared with the operations: src/operation.hpp)
+  const sj_op_options r = read_options(o);  // as the operations read them
+  check_options(r);
   if (r.mask_complement) fail(SJ_ERR_INVALID_ARGUMENT, "einsum: mask_complement applies to spgemm-masked only");
   return r;
 }

@@ -20,10 +20,6 @@ OperandList borrow_operands(const sj_context* ctx, const sj_tensor* const* opera
   return ops;
 }
 
-namespace {
-
-// The caller's options, checked and normalised: equal settings give equal bytes (the drop-in
-// memo compares them whole, src/plan_memo.cpp).
 sj_op_options read_options(const sj_op_options* o) {
   sj_op_options r = default_options();
   if (!o) return r;
@@ -43,6 +39,8 @@ sj_op_options read_options(const sj_op_options* o) {
     *flag = *flag != 0;  // yes/no settings: any nonzero value means yes
   return r;
 }
+
+namespace {
 
 OpRequest make_request(sj_context* ctx, sj_op op, const sj_tensor* const* operands, int n,
                        const sj_op_options* options) {

@@ -60,6 +60,10 @@ template <class Fill> sj_tensor* make_tensor_handle(sj_context* ctx, Fill&& fill
   return publish_tensor_handle(std::move(h));
 }
 
+// The caller's options, checked and normalised: equal settings give equal bytes (the drop-in
+// memo compares them whole, src/plan_memo.cpp). The option values themselves are checked
+// later, with the request (check_options in src/operation.hpp).
+sj_op_options read_options(const sj_op_options* o);
 // The caller's operand handles as a list that borrows their tensors (n from 0 to 3; NULL
 // pointers refused with SJ_ERR_NULL_POINTER naming the operand, handles of another context
 // than ctx with SJ_ERR_INVALID_ARGUMENT).
